@@ -1,0 +1,5 @@
+import sys
+
+from lppf.cli import main
+
+sys.exit(main())

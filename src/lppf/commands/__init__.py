@@ -1,0 +1,1 @@
+"""Sub-commands of the ``lppf`` CLI; each module defines ``register(subparsers)``."""

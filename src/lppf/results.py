@@ -1,0 +1,64 @@
+"""The data a fit consumes and the result every inference backend returns.
+
+MCMC (:mod:`lppf.mcmc`) and CAVI (:mod:`lppf.cavi`) backends share these types, so the
+estimators, the CLI and the workflow write one ``.npz`` layout whatever the backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+METHODS = ("private", "private-collapsed", "naive", "nonprivate")
+INFERENCES = ("mcmc", "cavi")
+MODELS = ("pmf", "community")
+
+
+@dataclass(frozen=True)
+class FitData:
+    """Validated inputs of a fit.
+
+    Y : (n_rows, n_cols) int64. Privatized counts for ``private*``/``naive``, true counts for
+        ``nonprivate``.
+    alpha : float64 array broadcastable to Y (shape (), (n_rows, 1) or (n_rows, n_cols));
+        all zeros for ``nonprivate``. alpha = 0 marks a noiseless cell.
+    mask : (n_rows, n_cols) bool, True = held out (contributes nothing). For the community
+        model the diagonal is always held out.
+    fix : factors held at given values, e.g. ``{"phi": Phi_KV}``.
+    """
+
+    Y: np.ndarray
+    alpha: np.ndarray
+    mask: np.ndarray
+    fix: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class FitResult:
+    """What a backend returns; estimators copy these into fitted attributes.
+
+    mu_hat : (n_rows, n_cols) posterior mean (MCMC) or E_Q (CAVI) of the rate, every cell
+        including masked ones.
+    factors : point estimates, e.g. ``{"theta": (D, K), "phi": (K, V)}`` or
+        ``{"theta": (V, C), "pi": (C, C)}`` (posterior means / variational means).
+    y_hat : posterior mean of the true counts (private methods), else None.
+    samples : thinned factor samples, e.g. ``{"theta": (S, D, K), ...}`` (MCMC only).
+    log_joint : (S,) log joint probability of each saved sample (MCMC).
+    trace : per-iteration traces, e.g. ``{"loglik": (I,)}`` or ``{"elbo": ..., "change": ...}``.
+    variational : variational parameters (CAVI), e.g. ``{"theta_shape": ..., "theta_rate": ...}``.
+    elapsed : seconds per phase, e.g. ``{"burnin": s, "sampling": s}``.
+    n_iter : iterations run.
+    """
+
+    mu_hat: np.ndarray
+    factors: dict[str, np.ndarray]
+    n_iter: int
+    elapsed: dict[str, float]
+    y_hat: np.ndarray | None = None
+    samples: dict[str, np.ndarray] = field(default_factory=dict)
+    log_joint: np.ndarray | None = None
+    trace: dict[str, np.ndarray] = field(default_factory=dict)
+    variational: dict[str, np.ndarray] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
