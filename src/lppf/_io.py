@@ -66,10 +66,13 @@ def load_npz(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
+        loaded = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: not a readable .npz file ({exc})") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise InputError(f"{path}: not an .npz archive (a single .npy array?)")
+    with loaded as z:
+        data = {k: z[k] for k in z.files}
     if {"format", "shape", "data"} <= data.keys() and "Y" not in data:
         data = {"Y": sp.load_npz(path)}
     return data
@@ -78,7 +81,8 @@ def load_npz(path: str | os.PathLike[str]) -> dict[str, Any]:
 def require_key(data: Mapping[str, Any], key: str, path: str | os.PathLike[str]) -> Any:
     """Return ``data[key]`` or raise an :class:`InputError` naming the file and the key."""
     if key not in data:
-        raise InputError(f"{path}: missing key {key!r} (found: {', '.join(sorted(data)) or 'none'})")
+        found = ", ".join(sorted(data)) or "none"
+        raise InputError(f"{path}: missing key {key!r} (found: {found})")
     return data[key]
 
 
