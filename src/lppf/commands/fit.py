@@ -1,0 +1,130 @@
+"""``lppf fit``: fit Poisson factorization (topics) or the community model to counts.
+
+INPUT is the output of ``lppf privatize`` (keys ``Y_noisy``, ``alpha``) for the private and
+naive methods, or an ``.npz`` with the true counts ``Y`` for ``nonprivate``. OUTPUT gets the
+fit ``.npz`` (written atomically; layout in the README, "Output .npz").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numba
+import numpy as np
+
+from lppf._io import InputError, load_npz, require_key
+from lppf._numba import threads as numba_threads
+from lppf.estimators import DEFAULTS, CommunityModel, PoissonMF
+from lppf.results import INFERENCES, METHODS, MODELS
+
+ESTIMATORS = {"pmf": PoissonMF, "community": CommunityModel}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("fit", help="fit a model to (privatized) counts",
+                              description=__doc__.split("\n\n")[0].strip("`"))
+    p.add_argument("input", type=Path, help="privatized .npz (Y_noisy, alpha) or true .npz (Y)")
+    p.add_argument("output", type=Path, help="fit .npz to write")
+    p.add_argument("--model", choices=MODELS, default="pmf")
+    p.add_argument("--method", choices=METHODS, default=DEFAULTS["method"])
+    p.add_argument("--inference", choices=INFERENCES, default=DEFAULTS["inference"])
+    p.add_argument("--components", type=int, required=True, metavar="K",
+                   help="number of topics / communities")
+    p.add_argument("--iterations", type=int, default=DEFAULTS["n_iter"], metavar="I",
+                   help="MCMC: total iterations including burn-in; CAVI: maximum "
+                        "(default %(default)s)")
+    p.add_argument("--burnin", type=int, default=DEFAULTS["burnin"], metavar="B",
+                   help="default %(default)s")
+    p.add_argument("--thin", type=int, default=DEFAULTS["thin"], metavar="T",
+                   help="save every T-th iteration after burn-in (default %(default)s)")
+    p.add_argument("--tol", type=float, default=DEFAULTS["tol"],
+                   help="CAVI relative tolerance on mu_hat; 0 runs all iterations "
+                        "(default %(default)s)")
+    p.add_argument("--restarts", type=int, default=DEFAULTS["restarts"], metavar="R",
+                   help="CAVI restarts (default %(default)s)")
+    p.add_argument("--seed", type=int, default=DEFAULTS["seed"], metavar="S",
+                   help="random seed (default: fresh, recorded in the output)")
+    p.add_argument("--mask", type=Path, metavar="MASK.npy", help="bool array, True = held out")
+    p.add_argument("--a0", type=float, default=DEFAULTS["a0"], help="gamma prior shape")
+    p.add_argument("--b0", type=float, default=DEFAULTS["b0"], help="gamma prior rate")
+    p.add_argument("--threads", type=int, default=DEFAULTS["threads"], metavar="N",
+                   help="numba threads (default: NUMBA_NUM_THREADS or all cpus)")
+    for name in ("theta", "phi", "pi"):
+        p.add_argument(f"--fix-{name}", type=Path, metavar="F.npy",
+                       help=f"hold {name} at these values")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _load_array(path: Path, what: str) -> np.ndarray:
+    if not path.is_file():
+        raise InputError(f"{path}: no such file ({what})")
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a readable .npy file ({what}: {exc})") from None
+    if not isinstance(array, np.ndarray):
+        array.close()
+        raise InputError(f"{path}: not a readable .npy file ({what}: an .npz archive)")
+    return array
+
+
+def _blame(args: argparse.Namespace, message: str) -> str:
+    """Prefix a validation message with the file it concerns."""
+    for name in ("theta", "phi", "pi"):
+        if message.startswith(f"fix[{name!r}]"):
+            return f"{getattr(args, f'fix_{name}')}: {message}"
+    if message.startswith("mask") and args.mask is not None:
+        return f"{args.mask}: {message}"
+    if message.startswith(("Y", "alpha")):
+        return f"{args.input}: {message}"
+    return message
+
+
+def _load_input(path: Path, method: str) -> tuple[np.ndarray, np.ndarray | None]:
+    data = load_npz(path)
+    if method == "nonprivate":
+        if "Y" not in data:
+            raise InputError(f"{path}: method 'nonprivate' needs the true counts under key 'Y' "
+                             f"(found: {', '.join(sorted(data)) or 'none'})")
+        return data["Y"], None
+    if "Y_noisy" not in data:
+        raise InputError(f"{path}: method {method!r} needs privatized counts under key "
+                         f"'Y_noisy', the output of `lppf privatize` "
+                         f"(found: {', '.join(sorted(data)) or 'none'})")
+    return data["Y_noisy"], require_key(data, "alpha", path)
+
+
+def _threads_line(requested: int | None) -> str:
+    with numba_threads(requested):
+        used = numba.get_num_threads()
+    env = os.environ.get("NUMBA_NUM_THREADS", "unset")
+    return (f"lppf fit: numba threads = {used} (NUMBA_NUM_THREADS={env}, "
+            f"cpus available={len(os.sched_getaffinity(0))})")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.threads is not None and args.threads < 1:
+        raise InputError(f"--threads must be >= 1, got {args.threads}")
+    print(_threads_line(args.threads), file=sys.stderr, flush=True)
+    Y, alpha = _load_input(args.input, args.method)
+    mask = None if args.mask is None else _load_array(args.mask, "--mask")
+    fix = {name: _load_array(path, f"--fix-{name}") for name in ("theta", "phi", "pi")
+           if (path := getattr(args, f"fix_{name}")) is not None}
+    estimator = ESTIMATORS[args.model](
+        args.components, method=args.method, inference=args.inference, a0=args.a0,
+        b0=args.b0, n_iter=args.iterations, burnin=args.burnin, thin=args.thin, tol=args.tol,
+        restarts=args.restarts, seed=args.seed, threads=args.threads,
+        progress=not args.quiet and sys.stderr.isatty())
+    try:
+        estimator.fit(Y, alpha=alpha, mask=mask, fix=fix or None)
+    except InputError as exc:
+        raise InputError(_blame(args, str(exc))) from None
+    estimator.save(args.output, input_path=args.input)
+    print(f"{args.output}: {args.model} {args.method} {args.inference}, K={args.components}, "
+          f"{estimator.n_iter_} iterations in {estimator.elapsed_['total']:.1f} s",
+          file=sys.stderr)
+    return 0

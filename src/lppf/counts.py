@@ -1,0 +1,184 @@
+"""Gibbs updates of the latent true counts behind privatized counts.
+
+Both kernels update every unmasked cell of ``Y_out`` in place, given the privatized counts
+``Ytil`` (y~), the noise level ``alpha`` (2-d, broadcastable: (1, 1), (n_rows, 1) or
+(n_rows, n_cols)), the dense Poisson rate ``mu`` and the mask (True = held out, untouched).
+Cells with ``alpha = 0`` are noiseless: y = y~. Work runs in parallel over fixed chunks of
+``lppf._numba.CHUNK`` rows; chunk ``c`` reseeds numba's generator with ``seeds[c]`` (see
+``lppf._numba.chunk_seeds``), so results do not depend on the number of threads.
+
+* :func:`sample_counts_private`: the Bessel augmentation of Schein et al. (ICML 2019),
+  with auxiliary rates ``lam_plus``, ``lam_minus`` (float64, shape of Y) updated in place.
+* :func:`sample_counts_collapsed`: the exact conditional with lambda and g integrated out,
+  ``P(y | y~, mu) ∝ mu^y / y! * alpha^|y~ - y|`` on y >= 0 (README, "Methods").
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from lppf._numba import CHUNK
+from lppf.distributions import bessel_sample_nb
+
+_TINY = 2.0**-53  # relative mass below which the walk stops (log-concave tails decay fast)
+_INV = 1.0 / np.arange(1.0, 257.0)  # 1 / (y + 1) for small y: multiplications, no divisions
+_SMALL_GAMMA = 16  # integer gamma shapes below this are drawn as sums of exponentials
+
+
+@njit(cache=True, inline="always")
+def _ratio(y, t, c_lo, c_hi):
+    """f(y + 1) / f(y) = c / (y + 1) with c = c_lo for y < t and c_hi otherwise."""
+    c = c_lo if y < t else c_hi
+    return c * _INV[y] if y < len(_INV) else c / (y + 1.0)
+
+
+@njit(cache=True, inline="always")
+def _inv_ratio(y, t, c_lo, c_hi):
+    """f(y - 1) / f(y) = y / c with c = c_lo for y - 1 < t and c_hi otherwise (c_lo, c_hi
+    given as reciprocals)."""
+    return (c_lo if y - 1 < t else c_hi) * y
+
+
+@njit(cache=True)
+def _walk_sample(mode, t, c_lo, c_hi, u):
+    """Exact inverse-CDF draw (uniform ``u``) from the log-concave pmf of
+    :func:`collapsed_count_nb` given its mode and the ratios f(y + 1) / f(y).
+
+    Masses are relative to f(mode) = 1 (no overflow, no lgamma). The walk goes up from the
+    mode, then down, until the masses drop below _TINY of the total; a second identical walk
+    inverts the CDF."""
+    ic_lo, ic_hi = 1.0 / c_lo, 1.0 / c_hi
+    z = 1.0
+    f = 1.0
+    y = mode
+    while True:
+        f *= _ratio(y, t, c_lo, c_hi)
+        y += 1
+        if f <= _TINY * z:
+            break
+        z += f
+    f = 1.0
+    y = mode
+    while y > 0:
+        f *= _inv_ratio(y, t, ic_lo, ic_hi)
+        y -= 1
+        if f <= _TINY * z:
+            break
+        z += f
+    target = u * z
+    cum = 1.0
+    if target < cum:
+        return mode
+    f = 1.0
+    y = mode
+    while True:
+        f *= _ratio(y, t, c_lo, c_hi)
+        y += 1
+        if f <= _TINY * z:
+            break
+        cum += f
+        if target < cum:
+            return y
+    f = 1.0
+    y = mode
+    while y > 0:
+        f *= _inv_ratio(y, t, ic_lo, ic_hi)
+        y -= 1
+        if f <= _TINY * z:
+            break
+        cum += f
+        if target < cum:
+            return y
+    return mode  # target within rounding of the total
+
+
+@njit(cache=True)
+def collapsed_count_nb(t, mu, a):
+    """One draw of y >= 0 with P(y) ∝ mu^y / y! * a^|t - y| (0 < a < 1, mu >= 0).
+
+    The pmf is log-concave with mode max(floor(mu a), min(t, floor(mu / a))); for t <= 0 it
+    is Pois(mu a), for t > 0 a two-piece mixture of truncated Pois(mu / a) on [0, t] and
+    Pois(mu a) on (t, inf)."""
+    if mu <= 0.0:
+        return 0
+    if t <= 0:
+        return np.random.poisson(mu * a)  # noqa: NPY002 (numba)
+    lo = min(float(t), math.floor(mu / a))
+    mode = int(max(math.floor(mu * a), lo, 0.0))
+    return _walk_sample(mode, t, mu / a, mu * a, np.random.random())  # noqa: NPY002 (numba)
+
+
+@njit(cache=True, inline="always")
+def _alpha_at(alpha, i, j):
+    return alpha[i if alpha.shape[0] > 1 else 0, j if alpha.shape[1] > 1 else 0]
+
+
+@njit(cache=True)
+def _gamma_int(shape, scale):
+    """Gamma(shape, scale) for a positive integer shape: a sum of exponentials when small."""
+    if shape < _SMALL_GAMMA:
+        prod = 1.0
+        for _ in range(shape):
+            prod *= 1.0 - np.random.random()  # noqa: NPY002 (numba)
+        return -math.log(prod) * scale
+    return np.random.gamma(shape, scale)  # noqa: NPY002 (numba)
+
+
+@njit(cache=True)
+def _private_cell(t, mu, a, lp, lm):
+    """One augmented update of a noisy cell; returns (y, new lam+, new lam-)."""
+    m = bessel_sample_nb(abs(t), 2.0 * math.sqrt((mu + lp) * lm))
+    if t <= 0:
+        y_plus = m
+        g_minus = m - t
+    else:
+        y_plus = m + t
+        g_minus = m
+    y = np.random.binomial(y_plus, mu / (mu + lp)) if y_plus > 0 else 0  # noqa: NPY002
+    g_plus = y_plus - y
+    return y, _gamma_int(1 + g_plus, a), _gamma_int(1 + g_minus, a)
+
+
+@njit(cache=True, parallel=True)
+def sample_counts_private(Ytil, alpha, mu, mask, lam_plus, lam_minus, Y_out, seeds):
+    """Bessel-augmented update (Schein et al. 2019) of Y_out, lam_plus, lam_minus in place.
+
+    Per unmasked noisy cell: m ~ Bes(|y~|, 2 sqrt((mu + lam+) lam-)); (y+, g-) = (m, m - y~)
+    if y~ <= 0 else (m + y~, m); y ~ Binom(y+, mu / (mu + lam+)); g+ = y+ - y;
+    lam+- ~ Gamma(1 + g+-, scale alpha)."""
+    n_rows, n_cols = Ytil.shape
+    for c in prange(len(seeds)):
+        np.random.seed(seeds[c])  # noqa: NPY002 (numba)
+        for i in range(c * CHUNK, min((c + 1) * CHUNK, n_rows)):
+            for j in range(n_cols):
+                if mask[i, j]:
+                    continue
+                a = _alpha_at(alpha, i, j)
+                if a == 0.0:
+                    Y_out[i, j] = Ytil[i, j]
+                    continue
+                y, lp, lm = _private_cell(Ytil[i, j], mu[i, j], a,
+                                          lam_plus[i, j], lam_minus[i, j])
+                Y_out[i, j] = y
+                lam_plus[i, j] = lp
+                lam_minus[i, j] = lm
+
+
+@njit(cache=True, parallel=True)
+def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
+    """Exact update y ~ P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|, in place."""
+    n_rows, n_cols = Ytil.shape
+    for c in prange(len(seeds)):
+        np.random.seed(seeds[c])  # noqa: NPY002 (numba)
+        for i in range(c * CHUNK, min((c + 1) * CHUNK, n_rows)):
+            for j in range(n_cols):
+                if mask[i, j]:
+                    continue
+                a = _alpha_at(alpha, i, j)
+                if a == 0.0:
+                    Y_out[i, j] = Ytil[i, j]
+                else:
+                    Y_out[i, j] = collapsed_count_nb(Ytil[i, j], mu[i, j], a)

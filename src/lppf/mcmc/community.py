@@ -1,0 +1,460 @@
+"""Gibbs sampler for the overlapping community model of a network of counts.
+
+``Y_VV[i, j]`` counts messages from actor i to actor j, ``y_ij ~ Pois(mu_ij)`` with
+``mu_ij = sum_cd theta_ic theta_jd pi_cd`` (``Theta_VC``, ``Pi_CC``), ``Gamma(a0, b0)`` priors
+(shape, rate). Self-loops and held-out cells (``data.mask``) carry neither counts nor rate
+terms. One iteration:
+
+1. private methods: resample the true counts ``y`` given ``y~`` and ``mu`` (:mod:`lppf.counts`);
+2. allocate every observed ``y_ij`` over the C x C pairs,
+   ``(y_ijcd) ~ Mult(y_ij, theta_ic theta_jd pi_cd / mu_ij)``;
+3. ``pi_cd ~ Gamma(a0 + sum_ij y_ijcd, b0 + sum_(ij observed) theta_ic theta_jd)``;
+4. actors one after another (``theta_i`` and ``theta_j`` are coupled, so a joint update of
+   all actors is not a Gibbs step): ``theta_ic ~ Gamma(a0 + n_ic, b0 + sum_(j: ij obs)
+   (Pi theta_j)_c + sum_(j: ji obs) (Pi^T theta_j)_c)`` with ``n_ic`` the counts of i in role
+   c as sender and receiver. Column sums of Theta are kept up to date, so a sweep costs
+   O(V C^2 + held-out cells x C).
+
+The model mixes poorly (local modes). The chain starts from the best of ``INIT_CHAINS``
+seeded chains of ``min(INIT_ITER, burnin)`` iterations, each started from spectral
+communities (k-means with its own seed) and scaled so that the mean rate matches the mean
+observed count. "Best" is the highest mean log likelihood over the second half of a chain;
+the chains' scores are returned in ``extra["init_loglik"]`` to show the spread.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+from scipy import cluster, linalg, stats
+from tqdm import tqdm
+
+from lppf import counts
+from lppf._io import InputError
+from lppf._numba import CHUNK, chunk_seeds
+from lppf._numba import threads as numba_threads
+from lppf.results import METHODS, FitData, FitResult
+
+INIT_CHAINS = 4  # short chains from spectral starts; the best by log likelihood is kept
+INIT_ITER = 50  # iterations of each short chain (capped by burnin)
+FLOOR = 1e-100  # gamma draws are floored here so that products of three never underflow
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Constant inputs of a fit.
+
+    Ytil_VV : observed (privatized or true) counts; alpha_VV : noise levels broadcast to
+    (V, V); obs_VV : True where a cell is used (off-diagonal and not held out);
+    out_ptr/out_idx, in_ptr/in_idx : held-out off-diagonal cells by row (CSR) and by column;
+    out_rows : their row indices.
+    """
+
+    Ytil_VV: np.ndarray
+    alpha_VV: np.ndarray
+    obs_VV: np.ndarray
+    out_ptr: np.ndarray
+    out_idx: np.ndarray
+    in_ptr: np.ndarray
+    in_idx: np.ndarray
+    out_rows: np.ndarray
+    method: str
+    a0: float
+    b0: float
+    fix_theta: bool
+    fix_pi: bool
+
+
+@dataclass
+class State:
+    """Sampler state: factors, current true counts and (``private``) the noise rates."""
+
+    Theta_VC: np.ndarray
+    Pi_CC: np.ndarray
+    Y_VV: np.ndarray
+    lam_plus_VV: np.ndarray | None = None
+    lam_minus_VV: np.ndarray | None = None
+
+
+def make_problem(data: FitData, method: str, a0: float, b0: float) -> Problem:
+    """Validate ``data`` for the community model and precompute the held-out structure."""
+    if method not in METHODS:
+        raise InputError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
+    Y = np.asarray(data.Y)
+    if Y.ndim != 2 or Y.shape[0] != Y.shape[1]:
+        raise InputError(f"Y: the community model needs a square matrix, got shape {Y.shape}")
+    V = Y.shape[0]
+    if np.shape(data.mask) != Y.shape:
+        raise InputError(f"mask: expected shape {Y.shape}, got {np.shape(data.mask)}")
+    try:
+        alpha = np.ascontiguousarray(np.broadcast_to(np.asarray(data.alpha, float), (V, V)))
+    except ValueError:
+        raise InputError(f"alpha: shape {np.shape(data.alpha)} does not broadcast to "
+                         f"{Y.shape}") from None
+    if not np.all((alpha >= 0) & (alpha < 1)):
+        raise InputError("alpha: values must lie in [0, 1)")
+    Y = Y.astype(np.int32)  # the dtype lppf.counts is compiled for in the PMF sampler too
+    held = np.array(data.mask, dtype=bool, copy=True)
+    np.fill_diagonal(held, True)
+    if method == "naive":
+        Y = np.maximum(Y, 0)
+    rows, cols = np.nonzero(held & ~np.eye(V, dtype=bool))
+    by_col = np.lexsort((rows, cols))
+    return Problem(
+        Ytil_VV=Y, alpha_VV=alpha, obs_VV=~held,
+        out_ptr=np.searchsorted(rows, np.arange(V + 1)), out_idx=cols,
+        in_ptr=np.searchsorted(cols[by_col], np.arange(V + 1)), in_idx=rows[by_col], out_rows=rows,
+        method=method, a0=float(a0), b0=float(b0),
+        fix_theta="theta" in data.fix, fix_pi="pi" in data.fix,
+    )
+
+
+def is_private(problem: Problem) -> bool:
+    return problem.method in ("private", "private-collapsed")
+
+
+# ---------------------------------------------------------------- numba kernels
+
+
+@njit(cache=True)
+def _multinomial(n, w, out, suffix):
+    """Draw ``out ~ Mult(n, w / sum(w))`` by sequential binomials (w >= 0; suffix: scratch)."""
+    K = w.shape[0]
+    tail = 0.0
+    for k in range(K):
+        out[k] = 0
+    rem = n
+    for k in range(K - 1, -1, -1):
+        tail += w[k]
+        suffix[k] = tail
+    for k in range(K - 1):
+        if rem == 0:
+            return
+        p = w[k] / suffix[k] if suffix[k] > 0.0 else 0.0
+        if p >= 1.0:
+            out[k] = rem
+            return
+        if p > 0.0:
+            out[k] = np.random.binomial(rem, p)  # noqa: NPY002 (numba)
+            rem -= out[k]
+    out[K - 1] = rem
+
+
+@njit(cache=True, inline="always")
+def _search(cum, u):
+    """Smallest k with cum[k] > u (cum non-decreasing, u < cum[-1])."""
+    k = 0
+    while k < cum.shape[0] - 1 and cum[k] <= u:
+        k += 1
+    return k
+
+
+@njit(cache=True, inline="always")
+def _allocate_cell(y, theta_i, Q_CC, send_C, recv_C, pair_CC, F, N):
+    """Add ``Mult(y, theta_ic theta_jd pi_cd / mu_ij)`` to the sender, receiver and pair
+    counts. ``Q_CC[c, d] = sum_(d' <= d) pi_cd' theta_jd'`` (receiver j's cumulative
+    weights): ``c`` is drawn with weights ``theta_ic Q[c, -1]``, then ``d | c`` from
+    ``Q[c]``. Small y: one categorical draw per unit; large y: binomials. Returns mu_ij.
+    ``F`` (2, C) float and ``N`` (2, C) int are scratch."""
+    C = theta_i.shape[0]
+    w, cum = F[0], F[1]
+    mu = 0.0
+    for c in range(C):
+        w[c] = theta_i[c] * Q_CC[c, C - 1]
+        mu += w[c]
+        cum[c] = mu
+    if y <= C:
+        for _ in range(y):
+            c = _search(cum, np.random.random() * mu)  # noqa: NPY002 (numba)
+            d = _search(Q_CC[c], np.random.random() * Q_CC[c, C - 1])  # noqa: NPY002 (numba)
+            send_C[c] += 1
+            recv_C[d] += 1
+            pair_CC[c, d] += 1
+        return mu
+    _multinomial(y, w, N[0], cum)
+    for c in range(C):
+        if N[0, c] == 0:
+            continue
+        send_C[c] += N[0, c]
+        w[0] = Q_CC[c, 0]
+        for d in range(1, C):
+            w[d] = Q_CC[c, d] - Q_CC[c, d - 1]
+        _multinomial(N[0, c], w, N[1], cum)
+        for d in range(C):
+            recv_C[d] += N[1, d]
+            pair_CC[c, d] += N[1, d]
+    return mu
+
+
+@njit(parallel=True, cache=True)
+def _allocate(Y_VV, obs_VV, Theta_VC, Q_VCC, seeds, chunk):
+    """Allocate observed counts over sender/receiver roles, row chunks in parallel, each
+    reseeded from ``seeds``. ``Q_VCC[j] = cumsum_d(pi_cd theta_jd)``. Returns the sender
+    counts (V, C), receiver counts (V, C), pair counts (C, C) (integers, so the sums do not
+    depend on the thread count) and ``sum_(ij observed, y>0) [y log mu_ij - log y!]``.
+    """
+    V, C = Theta_VC.shape
+    n_chunks = seeds.shape[0]
+    send_VC = np.zeros((V, C), np.int64)
+    recv_XVC = np.zeros((n_chunks, V, C), np.int64)
+    pair_XCC = np.zeros((n_chunks, C, C), np.int64)
+    ll_X = np.zeros(n_chunks)
+    for x in prange(n_chunks):
+        np.random.seed(seeds[x])  # noqa: NPY002 (numba)
+        F, N = np.empty((2, C)), np.empty((2, C), np.int64)
+        for i in range(x * chunk, min((x + 1) * chunk, V)):
+            for j in range(V):
+                y = Y_VV[i, j]
+                if y <= 0 or not obs_VV[i, j]:
+                    continue
+                mu = _allocate_cell(y, Theta_VC[i], Q_VCC[j], send_VC[i], recv_XVC[x, j],
+                                    pair_XCC[x], F, N)
+                ll_X[x] += y * math.log(mu) - math.lgamma(y + 1.0)
+    return send_VC, recv_XVC.sum(axis=0), pair_XCC.sum(axis=0), ll_X.sum()
+
+
+@njit(cache=True)
+def _update_theta(Theta_VC, Pi_CC, shape_VC, b0, out_ptr, out_idx, in_ptr, in_idx, seed):
+    """Sweep the actors in order, drawing each row of Theta in place from its conditional.
+
+    ``u = sum_(j: ij obs) theta_j``, ``v = sum_(j: ji obs) theta_j`` from the running column
+    sums minus the actor itself and its held-out partners; rate ``b0 + Pi u + Pi^T v``.
+    """
+    np.random.seed(seed)  # noqa: NPY002 (numba)
+    V, C = Theta_VC.shape
+    T = np.zeros(C)
+    for i in range(V):
+        for c in range(C):
+            T[c] += Theta_VC[i, c]
+    u = np.empty(C)
+    v = np.empty(C)
+    for i in range(V):
+        for c in range(C):
+            u[c] = T[c] - Theta_VC[i, c]
+            v[c] = u[c]
+        for k in range(out_ptr[i], out_ptr[i + 1]):
+            for c in range(C):
+                u[c] -= Theta_VC[out_idx[k], c]
+        for k in range(in_ptr[i], in_ptr[i + 1]):
+            for c in range(C):
+                v[c] -= Theta_VC[in_idx[k], c]
+        for c in range(C):
+            u[c] = max(u[c], 0.0)  # rounding of the running sums
+            v[c] = max(v[c], 0.0)
+        for c in range(C):
+            rate = b0
+            for d in range(C):
+                rate += Pi_CC[c, d] * u[d] + Pi_CC[d, c] * v[d]
+            new = max(np.random.gamma(shape_VC[i, c], 1.0) / rate, FLOOR)  # noqa: NPY002
+            T[c] += new - Theta_VC[i, c]
+            Theta_VC[i, c] = new
+
+
+# ---------------------------------------------------------------- one Gibbs iteration
+
+
+def observed_pair_sums(problem: Problem, Theta_VC: np.ndarray) -> np.ndarray:
+    """``R_cd = sum_(ij observed) theta_ic theta_jd`` (C, C) by matrix products."""
+    T_C = Theta_VC.sum(axis=0)
+    R = np.outer(T_C, T_C) - Theta_VC.T @ Theta_VC
+    if len(problem.out_rows):
+        R -= Theta_VC[problem.out_rows].T @ Theta_VC[problem.out_idx]
+    return np.maximum(R, 0.0)
+
+
+def sample_counts(problem: Problem, state: State, rng: np.random.Generator) -> None:
+    """Resample the true counts of the observed cells in place (private methods)."""
+    mu_VV = state.Theta_VC @ state.Pi_CC @ state.Theta_VC.T
+    seeds = chunk_seeds(rng, mu_VV.shape[0])
+    held = ~problem.obs_VV
+    if problem.method == "private":
+        counts.sample_counts_private(problem.Ytil_VV, problem.alpha_VV, mu_VV, held,
+                                     state.lam_plus_VV, state.lam_minus_VV, state.Y_VV, seeds)
+    else:
+        counts.sample_counts_collapsed(problem.Ytil_VV, problem.alpha_VV, mu_VV, held,
+                                       state.Y_VV, seeds)
+
+
+def gibbs_step(problem: Problem, state: State, rng: np.random.Generator) -> float:
+    """One Gibbs iteration in place; returns the log likelihood of the counts before it."""
+    if is_private(problem):
+        sample_counts(problem, state, rng)
+    Theta, Pi = state.Theta_VC, state.Pi_CC
+    seeds = chunk_seeds(rng, Theta.shape[0])
+    Q_VCC = np.cumsum(Pi[None, :, :] * Theta[:, None, :], axis=2)
+    send, recv, pair, ll_nz = _allocate(state.Y_VV, problem.obs_VV, Theta, Q_VCC, seeds, CHUNK)
+    R_CC = observed_pair_sums(problem, Theta)
+    loglik = ll_nz - float(np.sum(Pi * R_CC))
+    a0, b0 = problem.a0, problem.b0
+    if not problem.fix_pi:
+        state.Pi_CC = Pi = np.maximum(rng.gamma(a0 + pair) / (b0 + R_CC), FLOOR)
+    if not problem.fix_theta:
+        _update_theta(Theta, Pi, a0 + send + recv, b0, problem.out_ptr, problem.out_idx,
+                      problem.in_ptr, problem.in_idx, int(rng.integers(2**31)))
+    return loglik
+
+
+def log_joint(problem: Problem, state: State) -> float:
+    """``log p(Y~, Y, Theta, Pi)`` (free factors only; ``private``'s noise rates marginalized)."""
+    mu = state.Theta_VC @ state.Pi_CC @ state.Theta_VC.T
+    obs = problem.obs_VV
+    lj = float(stats.poisson.logpmf(state.Y_VV[obs], mu[obs]).sum())
+    prior = stats.gamma(problem.a0, scale=1.0 / problem.b0)
+    if not problem.fix_theta:
+        lj += float(prior.logpdf(state.Theta_VC).sum())
+    if not problem.fix_pi:
+        lj += float(prior.logpdf(state.Pi_CC).sum())
+    if is_private(problem):
+        alpha = problem.alpha_VV[obs]
+        noisy = alpha > 0
+        tau = np.abs(problem.Ytil_VV[obs] - state.Y_VV[obs])[noisy]
+        a = alpha[noisy]
+        lj += float(np.sum(np.log1p(-a) - np.log1p(a) + tau * np.log(a)))
+    return lj
+
+
+# ---------------------------------------------------------------- initialization
+
+
+def spectral_theta(problem: Problem, n_components: int, rng: np.random.Generator) -> np.ndarray:
+    """Hard communities from the top eigenvectors of ``A + A^T`` (A: observed counts,
+    negative ones as 0), rows normalized, k-means; ``theta_ic = 1`` in the own community, else 0.1.
+    """
+    A = np.where(problem.obs_VV, np.maximum(problem.Ytil_VV, 0), 0).astype(float)
+    V, C = A.shape[0], min(n_components, A.shape[0])
+    _, U = linalg.eigh(A + A.T, subset_by_index=[V - C, V - 1])
+    X = U / np.maximum(np.linalg.norm(U, axis=1, keepdims=True), FLOOR)
+    codebook, _ = cluster.vq.kmeans(X, C, seed=rng)
+    labels, _ = cluster.vq.vq(X, codebook)
+    Theta = np.full((V, n_components), 0.1)
+    Theta[np.arange(V), labels] = 1.0
+    return Theta
+
+
+def initial_state(problem: Problem, n_components: int, fix: dict[str, np.ndarray],
+                  rng: np.random.Generator) -> State:
+    """Spectral communities, a random Pi, both scaled so that the mean rate over the observed
+    cells matches the mean observed count; true counts start at ``max(y~, 0)``."""
+    V, C = problem.Ytil_VV.shape[0], n_components
+    obs = problem.obs_VV
+    Theta = fix["theta"].copy() if problem.fix_theta else spectral_theta(problem, C, rng)
+    Pi = fix["pi"].copy() if problem.fix_pi else rng.gamma(1.0, 1.0, (C, C))
+    Y = np.where(obs, np.maximum(problem.Ytil_VV, 0), 0).astype(np.int32)
+    target = max(Y[obs].mean() if obs.any() else 1.0, 1e-2)
+    current = float(np.sum(Pi * observed_pair_sums(problem, Theta))) / max(obs.sum(), 1)
+    scale = target / max(current, FLOOR)
+    if not problem.fix_pi:
+        Pi = Pi * scale
+    elif not problem.fix_theta:
+        Theta = Theta * np.sqrt(scale)
+    state = State(Theta_VC=np.ascontiguousarray(Theta), Pi_CC=np.ascontiguousarray(Pi), Y_VV=Y)
+    if problem.method == "private":
+        mean = problem.alpha_VV / (1.0 - problem.alpha_VV)
+        state.lam_plus_VV = rng.exponential(1.0, (V, V)) * mean
+        state.lam_minus_VV = rng.exponential(1.0, (V, V)) * mean
+    return state
+
+
+def best_initial_state(problem: Problem, n_components: int, fix: dict[str, np.ndarray],
+                       n_iter: int, rng: np.random.Generator) -> tuple[State, np.ndarray]:
+    """Run ``INIT_CHAINS`` chains of ``n_iter`` iterations from :func:`initial_state`; keep
+    the one with the highest mean log likelihood over its second half, returned with all
+    chains' scores. (Not the log joint: with ``a0 < 1`` the prior density of near-zero
+    factors dominates it and says little about the fit.)"""
+    if n_iter == 0 or (problem.fix_theta and problem.fix_pi):
+        return initial_state(problem, n_components, fix, rng), np.empty(0)
+    best, scores = None, []
+    for _ in range(INIT_CHAINS):
+        state = initial_state(problem, n_components, fix, rng)
+        loglik = [gibbs_step(problem, state, rng) for _ in range(n_iter)]
+        scores.append(float(np.mean(loglik[n_iter // 2:])))
+        if scores[-1] >= max(scores):
+            best = state
+    return best, np.array(scores)
+
+
+# ---------------------------------------------------------------- the fit
+
+
+def _check_fix(fix: dict[str, np.ndarray], V: int, C: int) -> dict[str, np.ndarray]:
+    expected = {"theta": (V, C), "pi": (C, C)}
+    out = {}
+    for name, value in fix.items():
+        if name not in expected:
+            raise InputError(f"fix: the community model has factors theta and pi, got {name!r}")
+        arr = np.asarray(value, dtype=float)
+        if arr.shape != expected[name]:
+            raise InputError(f"fix {name}: expected shape {expected[name]}, got {arr.shape}")
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise InputError(f"fix {name}: values must be finite and non-negative")
+        out[name] = np.ascontiguousarray(arr)
+    return out
+
+
+def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
+                       n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
+                       threads: int | None = None, progress: bool = False) -> FitResult:
+    """Gibbs sampling for the community model; ``n_iter`` counts the ``burnin`` iterations.
+
+    Samples are saved after burn-in at every ``thin``-th iteration. ``mu_hat`` (V, V) and
+    ``y_hat`` (private methods; held-out cells get ``mu_hat``) are posterior means over the
+    saved samples; ``samples`` holds ``theta`` (S, V, C) and ``pi`` (S, C, C); ``log_joint``
+    (S,) is :func:`log_joint`; ``trace["loglik"]`` (n_iter,) is log p(y | Theta, Pi) over the
+    observed cells at the start of each iteration; ``elapsed`` has ``init`` (the short
+    chains, not counted in ``n_iter``), ``burnin`` and ``sampling`` seconds.
+    """
+    if not 0 <= burnin <= n_iter - thin or thin < 1:
+        raise InputError(f"need thin >= 1 and 0 <= burnin <= iterations - thin, got "
+                         f"burnin={burnin}, iterations={n_iter}, thin={thin}")
+    fix = _check_fix(dict(data.fix), data.Y.shape[0], n_components)
+    problem = make_problem(FitData(data.Y, data.alpha, data.mask, fix), method, a0, b0)
+    if problem.Ytil_VV.shape[0] <= CHUNK:
+        threads = 1  # a single row chunk: extra threads would only wait
+    with numba_threads(threads):
+        return _run(problem, fix, n_components, n_iter, burnin, thin, rng, progress)
+
+
+def _run(problem: Problem, fix: dict[str, np.ndarray], n_components: int, n_iter: int,
+         burnin: int, thin: int, rng: np.random.Generator, progress: bool) -> FitResult:
+    tic = time.perf_counter()
+    state, init_scores = best_initial_state(problem, n_components, fix, min(INIT_ITER, burnin),
+                                            rng)
+    elapsed = {"init": time.perf_counter() - tic}
+    V = problem.Ytil_VV.shape[0]
+    n_saved = (n_iter - burnin) // thin
+    thetas = np.empty((n_saved, V, n_components))
+    pis = np.empty((n_saved, n_components, n_components))
+    joint, loglik = np.empty(n_saved), np.empty(n_iter)
+    mu_sum, y_sum = np.zeros((V, V)), np.zeros((V, V))
+    s = 0
+    bar = tqdm(range(n_iter), disable=not progress, file=sys.stderr, unit="it",
+               desc=f"community {problem.method}")
+    tic = time.perf_counter()
+    for t in bar:
+        loglik[t] = gibbs_step(problem, state, rng)
+        if t + 1 == burnin:
+            elapsed["burnin"] = time.perf_counter() - tic
+            tic = time.perf_counter()
+        if t >= burnin and (t + 1 - burnin) % thin == 0:
+            thetas[s], pis[s] = state.Theta_VC, state.Pi_CC
+            mu_sum += state.Theta_VC @ state.Pi_CC @ state.Theta_VC.T
+            y_sum += state.Y_VV
+            joint[s] = log_joint(problem, state)
+            s += 1
+    elapsed.setdefault("burnin", 0.0)
+    elapsed["sampling"] = time.perf_counter() - tic
+    mu_hat = mu_sum / max(n_saved, 1)
+    y_hat = np.where(problem.obs_VV, y_sum / max(n_saved, 1), mu_hat)
+    return FitResult(
+        mu_hat=mu_hat,
+        factors={"theta": thetas.mean(axis=0), "pi": pis.mean(axis=0)},
+        n_iter=n_iter, elapsed=elapsed,
+        y_hat=y_hat if is_private(problem) else None,
+        samples={"theta": thetas, "pi": pis}, log_joint=joint, trace={"loglik": loglik},
+        extra={"init_loglik": init_scores},
+    )

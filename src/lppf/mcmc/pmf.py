@@ -1,0 +1,407 @@
+"""Gibbs samplers for locally private Poisson matrix factorization.
+
+``y_dv ~ Pois(mu_dv)``, ``mu_dv = sum_k theta_dk phi_kv`` (``Theta_DK``, ``Phi_KV``) with
+``Gamma(a0, b0)`` priors (shape, rate). Held-out cells (``data.mask``) carry neither counts
+nor rate terms. One iteration:
+
+1. private methods only: ``mu = Theta @ Phi`` and the true counts ``y`` given ``y~``
+   (``private``: Bessel augmentation, ``private-collapsed``: exact collapsed conditional,
+   see :mod:`lppf.counts`);
+2. allocate every observed non-zero ``y_dv`` over the K components,
+   ``(y_dvk) ~ Mult(y_dv, theta_dk phi_kv / mu_dv)``;
+3. ``theta_dk ~ Gamma(a0 + sum_v y_dvk, b0 + sum_(v observed) phi_kv)``, then
+   ``phi_kv ~ Gamma(a0 + sum_d y_dvk, b0 + sum_(d observed) theta_dk)``.
+
+``naive`` fits the non-private model to ``max(y~, 0)``; ``nonprivate`` to the true counts.
+The allocation runs in parallel over fixed chunks of rows, each reseeded from the caller's
+generator, so results are identical for any thread count.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from numba import njit, prange
+from scipy import special, stats
+from tqdm import tqdm
+
+from lppf._numba import CHUNK, chunk_seeds
+from lppf._numba import threads as numba_threads
+from lppf.counts import sample_counts_collapsed, sample_counts_private
+from lppf.results import METHODS, FitData, FitResult
+
+PRIVATE = ("private", "private-collapsed")
+_FLOOR = np.finfo(np.float64).tiny  # gamma draws that underflow to 0 are lifted to this
+
+
+# ---------------------------------------------------------------------------- allocation
+
+
+_BLOCK = 8  # components per block of the two-level search over K
+_LGAMMA = np.array([math.lgamma(y + 1.0) for y in range(256)])  # log y! for small y
+
+
+@njit(cache=True, inline="always")
+def _draw_component(u, bsum, theta_d, phi_v, K):
+    """Component k < K of the unit at ``u`` in [0, mu): the block, then the component within
+    it, each found by counting cumulative sums <= u (branch-free: no mispredicted exits)."""
+    b = 0
+    base = 0.0
+    cum = 0.0
+    for j in range(len(bsum) - 1):
+        cum += bsum[j]
+        below = cum <= u
+        b += below
+        base = cum if below else base
+    u -= base
+    k0 = b * _BLOCK
+    k = 0
+    cum = 0.0
+    for j in range(k0, k0 + _BLOCK - 1):
+        cum += theta_d[j] * phi_v[j]
+        k += cum <= u
+    return min(k0 + k, K - 1)
+
+
+@njit(cache=True, inline="always")
+def _allocate_cell(y, theta_d, phi_v, bsum, ydk, yvk):
+    """Add Mult(y, theta_d * phi_v / mu) to ``ydk`` and ``yvk`` (length K); return mu.
+
+    ``theta_d``, ``phi_v`` are zero-padded to a multiple of _BLOCK: the block sums are then
+    fixed-length independent dependency chains that the compiler unrolls and the CPU overlaps.
+    """
+    K = len(ydk)
+    total = 0.0
+    for b in range(len(bsum)):
+        s = 0.0
+        for k in range(b * _BLOCK, (b + 1) * _BLOCK):
+            s += theta_d[k] * phi_v[k]
+        bsum[b] = s
+        total += s
+    if y <= 2 * K and total > 0.0:
+        for _ in range(y):
+            k = _draw_component(np.random.random() * total, bsum, theta_d, phi_v, K)  # noqa: NPY002
+            ydk[k] += 1
+            yvk[k] += 1
+    elif total <= 0.0:  # every rate underflowed: spread uniformly
+        _allocate_uniform(y, ydk, yvk)
+    else:
+        _allocate_binomial(y, total, theta_d, phi_v, ydk, yvk)
+    return total
+
+
+@njit(cache=True)
+def _allocate_uniform(y, ydk, yvk):
+    for _ in range(y):
+        k = np.random.randint(len(ydk))  # noqa: NPY002 (numba)
+        ydk[k] += 1
+        yvk[k] += 1
+
+
+@njit(cache=True)
+def _allocate_binomial(y, total, theta_d, phi_v, ydk, yvk):
+    """Large counts: Mult(y, p) as a chain of conditional binomials."""
+    K = len(ydk)
+    left, rest = y, total
+    for k in range(K):
+        if left == 0:
+            break
+        p = theta_d[k] * phi_v[k]
+        n = left if k == K - 1 or p >= rest else np.random.binomial(left, p / rest)  # noqa: NPY002
+        rest -= p
+        left -= n
+        ydk[k] += n
+        yvk[k] += n
+
+
+@njit(cache=True, inline="always")
+def _cell_loglik(y, mu):
+    """y log mu - log y!"""
+    if mu <= 0.0:
+        return -math.inf
+    log_fact = _LGAMMA[y] if y < len(_LGAMMA) else math.lgamma(y + 1.0)
+    return y * math.log(mu) - log_fact
+
+
+@njit(cache=True, parallel=True)
+def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_C):
+    """Allocate every unmasked non-zero cell of dense ``Y`` (D, V). Writes row totals
+    ``Y_DK`` (D, K), adds column totals to ``Y_TVK`` (n_threads, V, K; one slice per thread,
+    integer counts, so the sum over threads does not depend on scheduling) and writes the
+    per-chunk ``sum y log mu - log y!`` in ``loglik_C``."""
+    D, V = Y.shape
+    for c in prange(len(seeds)):
+        np.random.seed(seeds[c])  # noqa: NPY002 (numba)
+        bsum = np.empty(Theta_DK.shape[1] // _BLOCK)
+        acc = Y_TVK[numba.get_thread_id()]
+        ll = 0.0
+        for d in range(c * CHUNK, min((c + 1) * CHUNK, D)):
+            Y_DK[d] = 0
+            for v in range(V):
+                y = Y[d, v]
+                if y == 0 or mask[d, v]:
+                    continue
+                mu = _allocate_cell(y, Theta_DK[d], Phi_VK[v], bsum, Y_DK[d], acc[v])
+                ll += _cell_loglik(y, mu)
+        loglik_C[c] = ll
+
+
+@njit(cache=True, parallel=True)
+def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_C):
+    """As :func:`allocate_dense` for fixed counts in CSR form (observed non-zero cells only)."""
+    D = len(indptr) - 1
+    for c in prange(len(seeds)):
+        np.random.seed(seeds[c])  # noqa: NPY002 (numba)
+        bsum = np.empty(Theta_DK.shape[1] // _BLOCK)
+        acc = Y_TVK[numba.get_thread_id()]
+        ll = 0.0
+        for d in range(c * CHUNK, min((c + 1) * CHUNK, D)):
+            Y_DK[d] = 0
+            for n in range(indptr[d], indptr[d + 1]):
+                v = indices[n]
+                mu = _allocate_cell(counts[n], Theta_DK[d], Phi_VK[v], bsum, Y_DK[d],
+                                    acc[v])
+                ll += _cell_loglik(counts[n], mu)
+        loglik_C[c] = ll
+
+
+# ---------------------------------------------------------------------------- state
+
+
+@dataclass
+class PMFState:
+    """The sampler's state. ``Y`` (D, V) int32 are the current true counts (private methods)
+    or the fixed counts; ``lam_plus``/``lam_minus`` (D, V) only for ``private``; ``csr`` holds
+    the (indptr, indices, counts) of the observed non-zero cells of fixed counts."""
+
+    method: str
+    Theta: np.ndarray
+    Phi: np.ndarray
+    Y: np.ndarray
+    Ytil: np.ndarray | None = None
+    lam_plus: np.ndarray | None = None
+    lam_minus: np.ndarray | None = None
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+
+def observed_csr(Y: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, indices, counts) of the unmasked non-zero cells of ``Y`` (D, V)."""
+    keep = (Y > 0) & ~mask
+    indptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int64)
+    _, cols = np.nonzero(keep)
+    return indptr, cols.astype(np.int64), Y[keep].astype(np.int64)
+
+
+def make_state(data: FitData, method: str, Theta: np.ndarray, Phi: np.ndarray,
+               Y: np.ndarray | None = None, lam: tuple[np.ndarray, np.ndarray] | None = None,
+               ) -> PMFState:
+    """Assemble a state; the true counts default to ``max(y~, 0)`` and lam+- to their prior
+    mean alpha / (1 - alpha) for ``private``. Counts are stored as int32."""
+    if data.Y.size and np.abs(data.Y).max() >= 2**31:
+        raise ValueError("counts must be below 2**31")
+    if method in ("naive", "nonprivate"):
+        counts = np.maximum(data.Y, 0) if method == "naive" else data.Y
+        Yfix = counts.astype(np.int32)
+        return PMFState(method, Theta, Phi, Yfix, csr=observed_csr(Yfix, data.mask))
+    if Y is None:
+        Y = np.where(data.mask, 0, np.maximum(data.Y, 0)).astype(np.int32)
+    state = PMFState(method, Theta, Phi, Y, Ytil=data.Y.astype(np.int32))
+    if method == "private":
+        if lam is None:
+            mean = np.broadcast_to(data.alpha / (1.0 - data.alpha), data.Y.shape)
+            lam = (mean.copy(), mean.copy())
+        state.lam_plus, state.lam_minus = lam
+    return state
+
+
+def initial_state(data: FitData, method: str, n_components: int,
+                  rng: np.random.Generator) -> PMFState:
+    """Factors ~ Gamma(1, 1) scaled so that the mean rate matches the mean observed count
+    (``max(y~, 0)``); fixed factors from ``data.fix``."""
+    D, V = data.Y.shape
+    observed = ~data.mask
+    level = max(np.maximum(data.Y, 0)[observed].mean() if observed.any() else 1.0, 1e-2)
+    scale = math.sqrt(level / n_components)
+    Theta = rng.gamma(1.0, scale, (D, n_components))
+    Phi = rng.gamma(1.0, scale, (n_components, V))
+    Theta = np.array(data.fix.get("theta", Theta), dtype=np.float64)
+    Phi = np.array(data.fix.get("phi", Phi), dtype=np.float64)
+    return make_state(data, method, Theta, Phi)
+
+
+# ---------------------------------------------------------------------------- one sweep
+
+
+def _observed_weights(mask: np.ndarray) -> np.ndarray | None:
+    """(D, V) float 1 - mask for the rate products, or None when nothing is held out."""
+    return None if not mask.any() else (~mask).astype(np.float64)
+
+
+def _at_most(n_chunks: int):
+    """Use no more threads than chunks: idle OpenMP workers cost milliseconds per call on a
+    busy machine, which dominates small problems."""
+    return numba_threads(min(numba.get_num_threads(), n_chunks))
+
+
+def update_counts(state: PMFState, data: FitData, rng: np.random.Generator,
+                  mu: np.ndarray | None = None) -> None:
+    """Resample the true counts (private methods) given y~ and mu = Theta @ Phi."""
+    if state.method not in PRIVATE:
+        return
+    mu = np.matmul(state.Theta, state.Phi, out=mu)
+    seeds = chunk_seeds(rng, len(state.Y))
+    with _at_most(len(seeds)):
+        if state.method == "private":
+            sample_counts_private(state.Ytil, data.alpha, mu, data.mask, state.lam_plus,
+                                  state.lam_minus, state.Y, seeds)
+        else:
+            sample_counts_collapsed(state.Ytil, data.alpha, mu, data.mask, state.Y, seeds)
+
+
+def _padded(X: np.ndarray) -> np.ndarray:
+    """Copy of (N, K) ``X`` with zero columns appended up to a multiple of _BLOCK."""
+    K = X.shape[1]
+    out = np.zeros((X.shape[0], -(-K // _BLOCK) * _BLOCK))
+    out[:, :K] = X
+    return out
+
+
+def allocate(state: PMFState, data: FitData, rng: np.random.Generator
+             ) -> tuple[np.ndarray, np.ndarray, float]:
+    """(Y_DK, Y_KV, sum over observed non-zero cells of y log mu - log y!)."""
+    D, V = state.Y.shape
+    K = state.Theta.shape[1]
+    seeds = chunk_seeds(rng, D)
+    Y_DK = np.empty((D, K), dtype=np.int64)
+    loglik_C = np.empty(len(seeds))
+    Theta_DK, Phi_VK = _padded(state.Theta), _padded(state.Phi.T)
+    with _at_most(len(seeds)):
+        Y_TVK = np.zeros((numba.get_num_threads(), V, K), dtype=np.int64)
+        if state.csr is None:
+            allocate_dense(state.Y, data.mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_C)
+        else:
+            allocate_sparse(*state.csr, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_C)
+    return Y_DK, Y_TVK.sum(axis=0).T, float(loglik_C.sum())
+
+
+def update_factors(state: PMFState, Y_DK: np.ndarray, Y_KV: np.ndarray,
+                   W_DV: np.ndarray | None, a0: float, b0: float, fix: dict,
+                   rng: np.random.Generator) -> float:
+    """Draw Theta then Phi from their gamma conditionals; return sum over observed cells of
+    mu (at the factors on entry), the rate term of the log likelihood."""
+    Theta, Phi = state.Theta, state.Phi
+    rate_DK = W_DV @ Phi.T if W_DV is not None else np.broadcast_to(Phi.sum(axis=1), Theta.shape)
+    mu_sum = float(np.sum(Theta * rate_DK))
+    if "theta" not in fix:
+        state.Theta = np.maximum(rng.gamma(a0 + Y_DK, 1.0 / (b0 + rate_DK)), _FLOOR)
+    Theta = state.Theta
+    rate_KV = Theta.T @ W_DV if W_DV is not None else Theta.sum(axis=0)[:, None]
+    if "phi" not in fix:
+        state.Phi = np.maximum(rng.gamma(a0 + Y_KV, 1.0 / (b0 + rate_KV)), _FLOOR)
+    return mu_sum
+
+
+def gibbs_sweep(state: PMFState, data: FitData, a0: float, b0: float,
+                rng: np.random.Generator, W_DV: np.ndarray | None = None,
+                mu: np.ndarray | None = None) -> float:
+    """One full iteration in place; returns the log likelihood log p(y | Theta, Phi) of the
+    observed cells, at the counts of this sweep and the factors it started from.
+    ``W_DV`` = :func:`_observed_weights` (pass it to avoid recomputing); ``mu`` a (D, V)
+    float64 work buffer."""
+    if W_DV is None:
+        W_DV = _observed_weights(data.mask)
+    update_counts(state, data, rng, mu)
+    Y_DK, Y_KV, ll = allocate(state, data, rng)
+    return ll - update_factors(state, Y_DK, Y_KV, W_DV, a0, b0, data.fix, rng)
+
+
+def log_joint(state: PMFState, data: FitData, a0: float, b0: float) -> float:
+    """log p(y~, y, Theta, Phi) (private methods, y~ | y ~ y + 2Geo(alpha)) or
+    log p(y, Theta, Phi) (naive, nonprivate), observed cells only."""
+    obs = ~data.mask
+    mu = state.Theta @ state.Phi
+    Y = state.Y
+    total = float(stats.poisson.logpmf(Y[obs], mu[obs]).sum())
+    if state.method in PRIVATE:
+        alpha = np.broadcast_to(data.alpha, Y.shape)[obs]
+        tau = np.abs(state.Ytil[obs] - Y[obs])
+        total += float(np.sum(np.log1p(-alpha) - np.log1p(alpha) + special.xlogy(tau, alpha)))
+    prior = stats.gamma(a0, scale=1.0 / b0)
+    return total + float(prior.logpdf(state.Theta).sum() + prior.logpdf(state.Phi).sum())
+
+
+# ---------------------------------------------------------------------------- driver
+
+
+def _check_schedule(n_iter: int, burnin: int, thin: int) -> int:
+    if thin < 1 or burnin < 0 or n_iter - burnin < thin:
+        raise ValueError(f"need thin >= 1, burnin >= 0 and n_iter - burnin >= thin "
+                         f"(n_iter={n_iter}, burnin={burnin}, thin={thin})")
+    return (n_iter - burnin) // thin
+
+
+def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
+                 n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
+                 threads: int | None = None, progress: bool = False) -> FitResult:
+    """Run the sampler for ``n_iter`` iterations (including ``burnin``), saving every
+    ``thin``-th state after the burn-in.
+
+    Private methods spend the first half of the burn-in on the naive sampler (true counts
+    held at ``max(y~, 0)``) and only then free the true counts: started far from the data,
+    the chain of (y, factors) moves slowly, because y is pulled toward the current mu and mu
+    toward the current y (with large counts, hundreds of iterations from a random start).
+
+    Returns mu_hat (posterior mean of mu over saved samples, every cell), posterior-mean
+    factors, y_hat (posterior mean of the true counts, private methods; for held-out cells
+    the posterior mean of mu), factor samples
+    (S, D, K) / (S, K, V), log joint of each saved state (:func:`log_joint`), the trace
+    ``loglik`` (:func:`gibbs_sweep`) and seconds for ``burnin`` and ``sampling``.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose from {METHODS}")
+    n_saved = _check_schedule(n_iter, burnin, thin)
+    D, V = data.Y.shape
+    K = n_components
+    warmup = burnin // 2 if method in PRIVATE else 0
+    state = initial_state(data, "naive" if warmup else method, K, rng)
+    W_DV = _observed_weights(data.mask)
+    mu = np.empty((D, V)) if method in PRIVATE else None
+    theta_S = np.empty((n_saved, D, K))
+    phi_S = np.empty((n_saved, K, V))
+    log_joint_S = np.empty(n_saved)
+    mu_sum = np.zeros((D, V))
+    y_sum = np.zeros((D, V)) if method in PRIVATE else None
+    loglik = np.empty(n_iter)
+    elapsed = {"burnin": 0.0, "sampling": 0.0}
+    bar = tqdm(total=n_iter, disable=not progress, file=sys.stderr, unit="it",
+               desc=f"pmf {method}")
+    with numba_threads(threads), bar:
+        start = time.perf_counter()
+        for it in range(n_iter):
+            if it == warmup and state.method != method:
+                state = make_state(data, method, state.Theta, state.Phi)
+            loglik[it] = gibbs_sweep(state, data, a0, b0, rng, W_DV, mu)
+            if it == burnin - 1:
+                elapsed["burnin"] = time.perf_counter() - start
+            s, r = divmod(it + 1 - burnin, thin)
+            if it >= burnin and r == 0:
+                s -= 1
+                theta_S[s], phi_S[s] = state.Theta, state.Phi
+                mu_sum += state.Theta @ state.Phi
+                if y_sum is not None:
+                    y_sum += state.Y
+                log_joint_S[s] = log_joint(state, data, a0, b0)
+            bar.update()
+        elapsed["sampling"] = time.perf_counter() - start - elapsed["burnin"]
+    return FitResult(
+        mu_hat=mu_sum / n_saved,
+        factors={"theta": theta_S.mean(axis=0), "phi": phi_S.mean(axis=0)},
+        y_hat=None if y_sum is None else np.where(data.mask, mu_sum, y_sum) / n_saved,
+        samples={"theta": theta_S, "phi": phi_S},
+        log_joint=log_joint_S, trace={"loglik": loglik}, elapsed=elapsed, n_iter=n_iter,
+    )

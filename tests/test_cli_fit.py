@@ -1,0 +1,97 @@
+"""``lppf fit``: happy paths, error paths, thread-count reproducibility."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from lppf.cli import main
+
+FAST = ["--components", "2", "--iterations", "12", "--burnin", "4", "--thin", "4", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fit")
+    rng = np.random.default_rng(0)
+    Y = rng.poisson(rng.gamma(1.0, 1.0, (70, 2)) @ rng.gamma(1.0, 1.0, (2, 15)))
+    np.savez(d / "true.npz", Y=Y)
+    np.savez(d / "private.npz", Y_noisy=Y + rng.integers(-2, 3, Y.shape), alpha=np.array(0.5))
+    np.save(d / "mask.npy", rng.random(Y.shape) < 0.1)
+    np.save(d / "phi.npy", rng.gamma(1.0, 1.0, (2, 15)))
+    return d
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("method", "source"), [("private", "private.npz"),
+                                                ("naive", "private.npz"),
+                                                ("nonprivate", "true.npz")])
+def test_fit_writes_the_npz(inputs, capsys, method, source):
+    out = inputs / f"fit-{method}.npz"
+    code, err = run(capsys, "fit", inputs / source, out, "--method", method, "--seed", 3,
+                    "--mask", inputs / "mask.npy", "--fix-phi", inputs / "phi.npy", *FAST)
+    assert code == 0, err
+    assert err.startswith("lppf fit: numba threads = ")
+    assert "cpus available=" in err.splitlines()[0]
+    with np.load(out) as z:
+        config = json.loads(str(z["config"]))
+        assert z["mu_hat"].shape == (70, 15) and z["theta_samples"].shape == (2, 70, 2)
+        np.testing.assert_array_equal(z["phi"], np.load(inputs / "phi.npy"))
+    assert config["method"] == method and config["seed"] == 3 and config["n_iter"] == 12
+    assert config["input"] == str(inputs / source) and config["numba_threads"] >= 1
+
+
+def test_same_output_for_one_and_two_threads(inputs, capsys):
+    fits = []
+    for n in (1, 2):
+        out = inputs / f"threads{n}.npz"
+        code, err = run(capsys, "fit", inputs / "private.npz", out, "--seed", 5,
+                        "--threads", n, "--method", "private-collapsed", *FAST)
+        assert code == 0, err
+        assert f"numba threads = {n} " in err
+        fits.append(dict(np.load(out)))
+    for key in ("mu_hat", "y_hat", "theta_samples", "phi_samples", "log_joint", "trace_loglik"):
+        np.testing.assert_array_equal(fits[0][key], fits[1][key])
+    assert json.loads(str(fits[1]["config"]))["threads"] == 2
+
+
+ERRORS = [
+    (["true.npz", "--method", "private"], "true.npz: method 'private' needs privatized counts "
+                                          "under key 'Y_noisy'"),
+    (["private.npz", "--method", "nonprivate"], "private.npz: method 'nonprivate' needs the "
+                                                "true counts under key 'Y'"),
+    (["missing.npz"], "missing.npz: no such file"),
+    (["private.npz", "--mask", "nope.npy"], "nope.npy: no such file (--mask)"),
+    (["private.npz", "--mask", "private.npz"], "private.npz: not a readable .npy file"),
+    (["private.npz", "--fix-pi", "phi.npy"], "fix: unknown factor 'pi'"),
+    (["private.npz", "--fix-phi", "mask.npy"], "mask.npy: fix['phi']: shape (70, 15)"),
+    (["private.npz", "--mask", "phi.npy"], "phi.npy: mask: expected a boolean"),
+    (["private.npz", "--threads", "0"], "--threads must be >= 1"),
+    (["private.npz", "--burnin", "12"], "n_iter (12) must exceed burnin (12)"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), ERRORS)
+def test_bad_input_exits_2_with_one_line(inputs, capsys, args, message):
+    args = [inputs / a if a.endswith((".npz", ".npy")) else a for a in args]
+    code, err = run(capsys, "fit", *args[:1], inputs / "never.npz", *FAST, *args[1:])
+    assert code == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("lppf: error: ") and message in last, err
+    assert not (inputs / "never.npz").exists()
+
+
+def test_entry_point_runs(inputs):
+    out = inputs / "entry.npz"
+    result = subprocess.run([sys.executable, "-m", "lppf", "fit", inputs / "true.npz", out,
+                             "--method", "nonprivate", "--seed", "1", *FAST],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("lppf fit: numba threads = ")
+    assert out.is_file()

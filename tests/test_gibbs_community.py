@@ -1,0 +1,237 @@
+"""Gibbs sampler of the community model: Geweke joint-distribution tests, recovery of
+planted communities from privatized networks, reproducibility and input checks."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from geweke import assert_geweke, geweke_z
+from numba import njit
+
+from lppf._io import InputError
+from lppf._numba import threads
+from lppf.mcmc import community as cm
+from lppf.results import FitData
+
+# ------------------------------------------------------------------ Geweke tests
+
+V, C, A0, B0 = 4, 2, 2.0, 2.0
+HELD_OUT = [(0, 2), (3, 1)]  # held out besides the diagonal
+GARBAGE = 7  # value in held-out cells: a sampler that reads them is pulled off the prior
+
+
+def geweke_setup():
+    mask = np.eye(V, dtype=bool)
+    for i, j in HELD_OUT:
+        mask[i, j] = True
+    alpha = np.random.default_rng(0).uniform(0.2, 0.7, (V, V))
+    alpha[1, 2] = 0.0  # a noiseless cell
+    return mask, alpha
+
+
+def draw_data(state, problem, rng):
+    """(y, y~) | Theta, Pi (and lam+- for ``private``) on the observed cells, in place."""
+    obs = problem.obs_VV
+    mu = state.Theta_VC @ state.Pi_CC @ state.Theta_VC.T
+    Y = np.where(obs, rng.poisson(mu), 0)
+    if problem.method == "private":
+        tau = rng.poisson(state.lam_plus_VV) - rng.poisson(state.lam_minus_VV)
+    else:
+        a = problem.alpha_VV
+        tau = rng.geometric(1 - a) - rng.geometric(1 - a)
+    state.Y_VV[:] = Y
+    problem.Ytil_VV[:] = np.where(obs, Y + (tau if cm.is_private(problem) else 0), GARBAGE)
+
+
+def forward(method):
+    """Joint draws of (Theta, Pi, lam+-, y, y~) as (problem holding y~, state)."""
+    mask, alpha = geweke_setup()
+    template = cm.make_problem(FitData(np.zeros((V, V), int), alpha, mask), method, A0, B0)
+
+    def draw(rng):
+        problem = dataclasses.replace(template, Ytil_VV=np.zeros((V, V), np.int32))
+        state = cm.State(Theta_VC=rng.gamma(A0, 1 / B0, (V, C)),
+                         Pi_CC=rng.gamma(A0, 1 / B0, (C, C)), Y_VV=np.zeros((V, V), np.int32))
+        if method == "private":
+            scale = alpha / (1 - alpha)
+            state.lam_plus_VV = rng.exponential(1.0, (V, V)) * scale
+            state.lam_minus_VV = rng.exponential(1.0, (V, V)) * scale
+        draw_data(state, problem, rng)
+        return problem, state
+
+    return draw
+
+
+def successive_conditional(sample, rng):
+    """One Gibbs iteration, then fresh data given the new parameters."""
+    problem, state = sample
+    cm.gibbs_step(problem, state, rng)
+    draw_data(state, problem, rng)
+    return sample
+
+
+NAMES = ["theta_00", "theta_11", "theta_20*theta_31", "pi_01", "pi_11", "mu_01", "mu_23",
+         "log theta_30", "sum y", "lam+_01 + lam-_21"]
+
+
+def statistics(sample):
+    problem, state = sample
+    Th, Pi = state.Theta_VC, state.Pi_CC
+    mu = Th @ Pi @ Th.T
+    out = [Th[0, 0], Th[1, 1], Th[2, 0] * Th[3, 1], Pi[0, 1], Pi[1, 1], mu[0, 1], mu[2, 3],
+           np.log(Th[3, 0]), state.Y_VV[problem.obs_VV].sum()]
+    if problem.method == "private":
+        out.append(state.lam_plus_VV[0, 1] + state.lam_minus_VV[2, 1])
+    return np.array(out, dtype=float)
+
+
+def geweke(method, seed=1):
+    with threads(1):  # one row chunk: spare the thread hand-off
+        return geweke_z(forward(method), successive_conditional, statistics, n_forward=10_000,
+                        n_chains=300, n_steps=100, seed=seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["nonprivate", "private", "private-collapsed"])
+def test_geweke_joint_distribution(method):
+    z = geweke(method)
+    assert_geweke(z, NAMES[:len(z)])
+
+
+@njit
+def _update_all_actors_at_once(Theta_VC, Pi_CC, shape_VC, b0, out_ptr, out_idx, in_ptr,
+                               in_idx, seed):
+    """The invalid update: every actor drawn given the others' previous values."""
+    np.random.seed(seed)  # noqa: NPY002
+    old = Theta_VC.copy()
+    T = old.sum(axis=0)
+    for i in range(old.shape[0]):
+        u, v = T - old[i], T - old[i]
+        for k in range(out_ptr[i], out_ptr[i + 1]):
+            u -= old[out_idx[k]]
+        for k in range(in_ptr[i], in_ptr[i + 1]):
+            v -= old[in_idx[k]]
+        rate = b0 + Pi_CC @ u + Pi_CC.T @ v
+        for c in range(old.shape[1]):
+            Theta_VC[i, c] = np.random.gamma(shape_VC[i, c], 1.0) / rate[c]  # noqa: NPY002
+
+
+@pytest.mark.slow
+def test_geweke_detects_updating_all_actors_at_once(monkeypatch):
+    monkeypatch.setattr(cm, "_update_theta", _update_all_actors_at_once)
+    with pytest.raises(AssertionError):
+        assert_geweke(geweke("nonprivate"), NAMES[:9])
+
+
+# ------------------------------------------------------------------ recovery
+
+
+def planted_network(seed, V=20, C=5):
+    """S3-like network: 5 blocks of 4 actors, strong within-block rates."""
+    rng = np.random.default_rng(seed)
+    z = np.repeat(np.arange(C), V // C)
+    Theta = rng.gamma(1.0, 0.1, (V, C))
+    Theta[np.arange(V), z] += rng.gamma(4.0, 0.5, V)
+    Pi = np.full((C, C), 0.05) + 2 * np.eye(C)
+    mu = Theta @ Pi @ Theta.T
+    Y = rng.poisson(mu)
+    np.fill_diagonal(Y, 0)
+    return mu, Y
+
+
+def fit_mae(method, Ytil, alpha, mu, seeds=(1, 2, 3)):
+    """Median over chains of the MAE of mu_hat (chains differ by local mode)."""
+    V = len(mu)
+    mask = np.eye(V, dtype=bool)
+    data = FitData(Ytil, np.full((1, 1), alpha), mask)
+    maes = []
+    for seed in seeds:
+        fit = cm.fit_community_mcmc(data, method=method, n_components=5, a0=0.1, b0=0.1,
+                                    n_iter=500, burnin=250, thin=5,
+                                    rng=np.random.default_rng(seed))
+        maes.append(np.abs(fit.mu_hat - mu)[~mask].mean())
+    return np.median(maes)
+
+
+@pytest.mark.parametrize("method", ["private", "private-collapsed"])
+def test_private_beats_naive_and_nears_nonprivate(method):
+    mu, Y = planted_network(0)
+    rng = np.random.default_rng(5)
+    exact = fit_mae("nonprivate", Y, 0.0, mu)
+    for alpha in (0.8, 0.1):
+        Ytil = Y + rng.geometric(1 - alpha, Y.shape) - rng.geometric(1 - alpha, Y.shape)
+        private, naive = fit_mae(method, Ytil, alpha, mu), fit_mae("naive", Ytil, alpha, mu)
+        if alpha == 0.8:  # 3 data sets: 0.57-0.73 (single chains: 0.49-0.93)
+            assert private < 0.8 * naive, (private, naive)
+        else:
+            assert private < 1.2 * exact, (private, exact)  # 3 data sets: 0.99-1.10
+
+
+# ------------------------------------------------------------------ reproducibility, outputs
+
+
+def small_fit(threads, seed=3, V=150, garbage=None, **kw):
+    rng = np.random.default_rng(0)
+    Y = rng.poisson(rng.gamma(0.5, 2.0, (V, V)))
+    Ytil = Y + rng.geometric(0.5, Y.shape) - rng.geometric(0.5, Y.shape)
+    mask = rng.random((V, V)) < 0.05
+    np.fill_diagonal(mask, True)
+    if garbage is not None:
+        Ytil = np.where(mask, garbage, Ytil)
+    alpha = np.full((V, 1), 0.5)
+    kw = {"method": "private", "n_components": 3, "a0": 0.5, "b0": 0.5, "n_iter": 8,
+          "burnin": 4, "thin": 2, **kw}
+    return cm.fit_community_mcmc(FitData(Ytil, alpha, mask), rng=np.random.default_rng(seed),
+                                 threads=threads, **kw)
+
+
+def same_fit(a, b):
+    return (np.array_equal(a.mu_hat, b.mu_hat) and np.array_equal(a.y_hat, b.y_hat)
+            and np.array_equal(a.samples["theta"], b.samples["theta"])
+            and np.array_equal(a.trace["loglik"], b.trace["loglik"]))
+
+
+@pytest.mark.parametrize("method", ["private", "private-collapsed"])
+def test_bit_identical_for_seed_and_thread_count(method):
+    one, two = small_fit(1, method=method), small_fit(2, method=method)
+    assert same_fit(one, two)
+    assert same_fit(two, small_fit(2, method=method))
+    assert not same_fit(one, small_fit(1, seed=4, method=method))
+
+
+def test_held_out_values_are_never_read():
+    assert same_fit(small_fit(1, garbage=-5), small_fit(1, garbage=40))
+
+
+def test_outputs_shapes_and_fixed_factors():
+    V, C = 150, 3
+    Pi = np.eye(C) + 0.1
+    fit = cm.fit_community_mcmc(
+        FitData(np.random.default_rng(0).poisson(1.0, (V, V)), np.zeros((1, 1)),
+                np.eye(V, dtype=bool), {"pi": Pi}),
+        method="nonprivate", n_components=C, a0=0.5, b0=0.5, n_iter=12, burnin=2, thin=5,
+        rng=np.random.default_rng(0))
+    assert fit.samples["theta"].shape == (2, V, C) and fit.log_joint.shape == (2,)
+    assert fit.trace["loglik"].shape == (12,) and fit.y_hat is None
+    assert np.all(fit.samples["pi"] == Pi) and len(fit.extra["init_loglik"]) == cm.INIT_CHAINS
+    assert set(fit.elapsed) == {"init", "burnin", "sampling"}
+    assert np.allclose(fit.mu_hat, np.mean([t @ Pi @ t.T for t in fit.samples["theta"]], 0))
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"Y": np.zeros((3, 4), int)}, "square"),
+    ({"mask": np.zeros((3, 3), bool)}, "mask"),
+    ({"alpha": np.full((1, 1), 1.0)}, "alpha"),
+    ({"alpha": np.zeros((2, 1))}, "alpha"),
+    ({"fix": {"pi": np.eye(3)}}, "fix pi"),
+    ({"fix": {"phi": np.eye(2)}}, "theta and pi"),
+    ({"burnin": 10}, "burnin"),
+])
+def test_bad_input_names_the_culprit(change, message):
+    args = {"Y": np.zeros((4, 4), int), "mask": np.eye(4, dtype=bool), "alpha": np.zeros((1, 1)),
+            "fix": {}, "burnin": 1, **change}
+    data = FitData(args["Y"], args["alpha"], args["mask"], args["fix"])
+    with pytest.raises(InputError, match=message):
+        cm.fit_community_mcmc(data, method="private", n_components=2, a0=1.0, b0=1.0,
+                              n_iter=10, burnin=args["burnin"], thin=1,
+                              rng=np.random.default_rng(0))

@@ -1,0 +1,211 @@
+"""PMF Gibbs samplers: Geweke joint-distribution tests, reproducibility, recovery."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from geweke import assert_geweke, geweke_z
+from scipy import stats
+
+from lppf._numba import threads
+from lppf.mcmc import fit_mcmc
+from lppf.mcmc.pmf import allocate, gibbs_sweep, make_state
+from lppf.results import FitData
+
+A0, B0 = 1.0, 1.0
+D, V, K = 3, 4, 2
+ALPHA = np.array([[0.0, 0.3, 0.6, 0.8],
+                  [0.5, 0.7, 0.2, 0.9],
+                  [0.4, 0.0, 0.75, 0.6]])
+MASK = np.zeros((D, V), bool)
+MASK[0, 2] = MASK[2, 0] = True
+
+
+@dataclass
+class Joint:
+    Theta: np.ndarray
+    Phi: np.ndarray
+    Y: np.ndarray
+    Ytil: np.ndarray
+    lam: tuple[np.ndarray, np.ndarray]
+
+
+def two_geometric(rng, alpha):
+    p = 1.0 - alpha
+    return rng.geometric(p) - rng.geometric(p)
+
+
+def noise(rng, method, alpha):
+    """(tau, (lam+, lam-)): randomized Skellam for ``private``, 2Geo otherwise."""
+    if method == "private":
+        scale = alpha / (1.0 - alpha)
+        lam = (rng.exponential(1.0, alpha.shape) * scale, rng.exponential(1.0, alpha.shape) * scale)
+        return rng.poisson(lam[0]) - rng.poisson(lam[1]), lam
+    if method == "private-collapsed":
+        return two_geometric(rng, alpha), None
+    return np.zeros(alpha.shape, np.int64), None
+
+
+def observe(rng, method, joint, cells):
+    """Redraw y~ | y (and lam) in ``cells``."""
+    tau, lam = noise(rng, method, ALPHA)
+    joint.Ytil = np.where(cells, joint.Y + tau, joint.Ytil)
+    if lam is not None:
+        pairs = zip(lam, joint.lam, strict=True)
+        joint.lam = tuple(np.where(cells, new, old) for new, old in pairs)
+
+
+def forward(method):
+    def draw(rng):
+        Theta = rng.gamma(A0, 1 / B0, (D, K))
+        Phi = rng.gamma(A0, 1 / B0, (K, V))
+        Y = rng.poisson(Theta @ Phi)
+        joint = Joint(Theta, Phi, Y, Y.copy(), (np.zeros((D, V)), np.zeros((D, V))))
+        observe(rng, method, joint, np.ones((D, V), bool))
+        return joint
+    return draw
+
+
+def successive(method):
+    """One sweep of the sampler given y~ (or y), then the data from the model; held-out
+    cells carry no information, so they are redrawn from the model given the factors."""
+    def step(joint, rng):
+        data = FitData(joint.Ytil if method != "nonprivate" else joint.Y,
+                       ALPHA if method != "nonprivate" else np.zeros((1, 1)), MASK)
+        state = make_state(data, method, joint.Theta, joint.Phi,
+                           Y=joint.Y.astype(np.int32), lam=joint.lam)
+        gibbs_sweep(state, data, A0, B0, rng)
+        joint.Theta, joint.Phi = state.Theta, state.Phi
+        mu = joint.Theta @ joint.Phi
+        if method == "nonprivate":
+            joint.Y = rng.poisson(mu)
+            joint.Ytil = joint.Y
+            return joint
+        joint.Y = np.where(MASK, rng.poisson(mu), state.Y)
+        if method == "private":
+            joint.lam = (state.lam_plus.copy(), state.lam_minus.copy())
+        observe(rng, method, joint, MASK if method == "private" else np.ones((D, V), bool))
+        if method == "private":  # observed cells: y~ = y + g+ - g-, g+- ~ Pois(lam+-)
+            tau = rng.poisson(joint.lam[0]) - rng.poisson(joint.lam[1])
+            joint.Ytil = np.where(MASK, joint.Ytil, joint.Y + tau)
+        joint.Ytil = np.where(ALPHA == 0, joint.Y, joint.Ytil)
+        return joint
+    return step
+
+
+NAMES = ["theta", "phi", "theta^2", "phi^2", "y", "y^2", "y~", "y~^2", "y*y~", "y[1,3]",
+         "y~[1,3]", "y*theta_row", "lam+", "lam-"]
+
+
+def statistics(joint):
+    obs = ~MASK
+    Y, Yt = joint.Y[obs], joint.Ytil[obs]
+    return np.array([
+        joint.Theta.mean(), joint.Phi.mean(), (joint.Theta ** 2).mean(), (joint.Phi ** 2).mean(),
+        Y.mean(), (Y ** 2).mean(), Yt.mean(), (Yt ** 2).mean(), (Y * Yt).mean(),
+        joint.Y[1, 3], joint.Ytil[1, 3], (joint.Y.sum(1) * joint.Theta.sum(1)).mean(),
+        joint.lam[0].mean(), joint.lam[1].mean(),
+    ], dtype=float)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["private", "private-collapsed", "nonprivate"])
+def test_geweke_joint_distribution(method):
+    n = len(NAMES) if method == "private" else len(NAMES) - 2
+    z = geweke_z(forward(method), successive(method), lambda j: statistics(j)[:n],
+                 n_forward=10_000, n_chains=500, n_steps=10, seed=11)
+    assert_geweke(z, NAMES[:n])
+
+
+def synthetic(seed, alpha, D=60, V=50, K=3):
+    rng = np.random.default_rng(seed)
+    Theta = rng.gamma(0.3, 3.0, (D, K))
+    Phi = rng.gamma(0.3, 3.0, (K, V))
+    mu = Theta @ Phi
+    Y = rng.poisson(mu)
+    return mu, Y, Y + two_geometric(rng, np.full(Y.shape, alpha))
+
+
+def mae_of(method, mu, Y, Ytil, alpha, seed=0):
+    data = (FitData(Y, np.zeros((1, 1)), np.zeros(Y.shape, bool)) if method == "nonprivate"
+            else FitData(Ytil, np.full((1, 1), alpha), np.zeros(Y.shape, bool)))
+    fit = fit_mcmc("pmf", data, method=method, n_components=3, a0=0.1, b0=1.0, n_iter=300,
+                   burnin=150, thin=5, rng=np.random.default_rng(seed))
+    return np.abs(fit.mu_hat - mu).mean()
+
+
+def test_private_methods_beat_naive_at_high_noise():
+    mu, Y, Ytil = synthetic(0, alpha=0.8)
+    mae = {m: mae_of(m, mu, Y, Ytil, 0.8)
+           for m in ("private", "private-collapsed", "naive", "nonprivate")}
+    assert mae["private"] < 0.7 * mae["naive"], mae
+    assert mae["private-collapsed"] < 0.7 * mae["naive"], mae
+    assert mae["nonprivate"] < mae["private"], mae
+
+
+def test_private_methods_near_nonprivate_at_low_noise():
+    mu, Y, Ytil = synthetic(1, alpha=0.1)
+    mae = {m: mae_of(m, mu, Y, Ytil, 0.1) for m in ("private", "private-collapsed", "nonprivate")}
+    assert mae["private"] < 1.15 * mae["nonprivate"], mae
+    assert mae["private-collapsed"] < 1.15 * mae["nonprivate"], mae
+
+
+@pytest.mark.parametrize("method", ["private", "private-collapsed", "naive", "nonprivate"])
+def test_same_seed_same_result_for_any_thread_count(method):
+    _, Y, Ytil = synthetic(2, alpha=0.5, D=150, V=20)
+    mask = np.random.default_rng(3).random(Y.shape) < 0.1
+    data = (FitData(Y, np.zeros((1, 1)), mask) if method == "nonprivate"
+            else FitData(Ytil, np.full((len(Y), 1), 0.5), mask))
+    fits = []
+    for n in (1, 2, 2):
+        with threads(n):
+            fits.append(fit_mcmc("pmf", data, method=method, n_components=3, a0=0.1, b0=1.0,
+                                 n_iter=8, burnin=4, thin=2, rng=np.random.default_rng(4),
+                                 threads=n))
+    for fit in fits[1:]:
+        np.testing.assert_array_equal(fit.mu_hat, fits[0].mu_hat)
+        np.testing.assert_array_equal(fit.samples["theta"], fits[0].samples["theta"])
+        np.testing.assert_array_equal(fit.trace["loglik"], fits[0].trace["loglik"])
+        if method.startswith("private"):
+            np.testing.assert_array_equal(fit.y_hat, fits[0].y_hat)
+
+
+def test_outputs_shapes_fix_and_mask():
+    _, Y, Ytil = synthetic(5, alpha=0.5, D=20, V=15)
+    mask = np.zeros(Y.shape, bool)
+    mask[:5, :5] = True
+    Phi = np.random.default_rng(6).gamma(1.0, 1.0, (3, 15))
+    fit = fit_mcmc("pmf", FitData(Ytil, np.full((1, 1), 0.5), mask, {"phi": Phi}),
+                   method="private", n_components=3, a0=0.1, b0=1.0, n_iter=30, burnin=10,
+                   thin=4, rng=np.random.default_rng(7))
+    assert fit.samples["theta"].shape == (5, 20, 3)
+    assert np.all(fit.samples["phi"] == Phi)
+    assert fit.log_joint.shape == (5,) and np.all(np.isfinite(fit.log_joint))
+    assert fit.trace["loglik"].shape == (30,)
+    assert fit.mu_hat.shape == Y.shape and np.all(fit.mu_hat > 0)
+    np.testing.assert_allclose(fit.y_hat[mask], fit.mu_hat[mask])
+    assert set(fit.elapsed) == {"burnin", "sampling"}
+
+
+@pytest.mark.parametrize("count", [1, 3, 300])
+def test_allocation_is_multinomial(count):
+    """K = 19 spans three blocks plus padding; count 300 > 2K takes the binomial chain."""
+    rng = np.random.default_rng(8)
+    n_rows, n_cols, K = 70, 30, 19
+    theta = rng.gamma(1.0, 1.0, K)
+    phi = rng.gamma(1.0, 1.0, K)
+    phi[4] = 0.0  # a zero-probability component must never be chosen
+    data = FitData(np.full((n_rows, n_cols), count), np.zeros((1, 1)),
+                   np.zeros((n_rows, n_cols), bool))
+    state = make_state(data, "nonprivate", np.tile(theta, (n_rows, 1)),
+                       np.tile(phi[:, None], (1, n_cols)))
+    Y_DK, Y_KV, loglik = allocate(state, data, rng)
+    counts = Y_DK.sum(axis=0)
+    np.testing.assert_array_equal(counts, Y_KV.sum(axis=1))
+    assert counts[4] == 0 and counts.sum() == n_rows * n_cols * count
+    p = theta * phi / (theta @ phi)
+    keep = p > 0
+    assert stats.chisquare(counts[keep], p[keep] * counts.sum()).pvalue > 0.01
+    mu = theta @ phi
+    expected = n_rows * n_cols * stats.poisson.logpmf(count, mu) + n_rows * n_cols * mu
+    assert loglik == pytest.approx(expected, rel=1e-10)
