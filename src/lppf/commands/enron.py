@@ -1,0 +1,146 @@
+"""``lppf enron``: download the corpus, build the network and document-term matrices.
+
+Outputs of ``network OUTPUT.npz``: ``Y`` (V x V) in OUTPUT.npz, ``<stem>.actors.csv`` and
+``<stem>.summary.csv``. Outputs of ``docterm OUTPUT.npz``: ``Y`` (D x V), ``<stem>.vocab.txt``,
+``<stem>.documents.csv`` and ``<stem>.summary.csv``; ``<stem>`` is OUTPUT without ``.npz``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from lppf._io import InputError, save_npz, write_text
+from lppf.enron.parse import EXCLUDED_FOLDERS, SENT_FOLDERS, Corpus, read_corpus
+from lppf.enron.source import CMU_SHA256, CMU_SIZE, CMU_URL, download, is_url, resolve
+
+
+def _stem(output: str) -> Path:
+    path = Path(output)
+    if path.suffix != ".npz":
+        raise InputError(f"{output}: output must end in .npz")
+    return path.with_suffix("")
+
+
+def _folders(text: str) -> list[str]:
+    return [f.strip() for f in text.split(",") if f.strip()]
+
+
+def _summary_csv(*counters: Counter[str]) -> str:
+    rows = [(k, v) for c in counters for k, v in c.items()]
+    return pd.DataFrame(rows, columns=["item", "count"]).to_csv(index=False)
+
+
+def _read(args: argparse.Namespace, keep_body) -> Corpus:
+    download_dir = args.download_dir or Path(args.output).parent
+    path = resolve(args.source, download_dir, args.sha256, args.size, not args.quiet)
+    return read_corpus(path, _folders(args.exclude_folders), keep_body, not args.quiet)
+
+
+# network, docterm and synth (gensim) are imported when run, so other commands start fast.
+def run_network(args: argparse.Namespace) -> int:
+    from lppf.enron.network import build_network
+
+    stem = _stem(args.output)
+    corpus = _read(args, lambda raw: False)
+    Y_VV, actors = build_network(corpus.emails, args.min_sent, args.min_total)
+    summary = Counter({"actors": Y_VV.shape[0], "sender-recipient counts in Y": int(Y_VV.sum())})
+    write_text(f"{stem}.actors.csv", actors.to_csv(index=False))
+    write_text(f"{stem}.summary.csv", _summary_csv(corpus.summary, summary))
+    save_npz(args.output, Y=Y_VV)
+    print(f"{args.output}: {Y_VV.shape[0]} actors, {int(Y_VV.sum())} sender-recipient counts")
+    return 0
+
+
+def run_docterm(args: argparse.Namespace) -> int:
+    from lppf.enron.docterm import build_docterm
+
+    stem = _stem(args.output)
+    corpus = _read(args, lambda raw: raw.folder.split("/", 1)[0] in SENT_FOLDERS)
+    Y_DV, vocab, documents, summary = build_docterm(
+        corpus.emails, args.n_docs, args.n_words, args.min_tokens, args.max_df, args.min_df,
+        args.seed)
+    write_text(f"{stem}.vocab.txt", "".join(f"{w}\n" for w in vocab))
+    write_text(f"{stem}.documents.csv", documents.to_csv(index=False))
+    write_text(f"{stem}.summary.csv", _summary_csv(corpus.summary, summary))
+    save_npz(args.output, Y=Y_DV)
+    print(f"{args.output}: {Y_DV.shape[0]} documents x {Y_DV.shape[1]} words")
+    return 0
+
+
+def run_download(args: argparse.Namespace) -> int:
+    if len(args.paths) > 2:
+        raise InputError("download takes [URL] OUTPUT")
+    url, output = (CMU_URL, args.paths[0]) if len(args.paths) == 1 else args.paths
+    if not is_url(url):
+        raise InputError(f"{url}: not a URL (http://, https://, ftp:// or file://)")
+    path = download(url, output, args.sha256, args.size, not args.quiet)
+    print(f"{path}: {path.stat().st_size} bytes")
+    return 0
+
+
+def run_synth(args: argparse.Namespace) -> int:
+    from lppf.enron.synth import write_synthetic_maildir
+
+    truth = write_synthetic_maildir(args.output_dir, args.seed, args.people, args.owners,
+                                    args.emails, args.topics, args.words_per_topic)
+    print(f"{args.output_dir}: synthetic maildir, {truth.n_emails} emails in "
+          f"{truth.n_files} files")
+    return 0
+
+
+def _source_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", metavar="SOURCE",
+                   help="URL of the corpus tarball, a local tarball, or a maildir/ directory")
+    p.add_argument("output", metavar="OUTPUT", help="output .npz")
+    p.add_argument("--exclude-folders", default=",".join(sorted(EXCLUDED_FOLDERS)),
+                   help="comma-separated top-level folders to skip (default: %(default)s)")
+    p.add_argument("--download-dir", help="where a URL SOURCE is saved (default: OUTPUT's)")
+    _verify_options(p)
+
+
+def _verify_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sha256", default=CMU_SHA256, help="expected SHA-256 of a download")
+    p.add_argument("--size", type=int, default=CMU_SIZE, help="expected size in bytes")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def register(subparsers) -> None:
+    enron = subparsers.add_parser("enron", help="Enron corpus: download and count matrices")
+    sub = enron.add_subparsers(dest="enron_command", required=True, metavar="ACTION")
+
+    p = sub.add_parser("network", help="sender-recipient count matrix Y (V x V)")
+    _source_options(p)
+    p.add_argument("--min-sent", type=int, default=1, help="keep actors who sent >= this")
+    p.add_argument("--min-total", type=int, default=100,
+                   help="... and sent + received >= this (default: %(default)s)")
+    p.set_defaults(func=run_network)
+
+    p = sub.add_parser("docterm", help="document-term count matrix Y (D x V)")
+    _source_options(p)
+    p.add_argument("--n-docs", type=int, default=1000, help="documents D (default: %(default)s)")
+    p.add_argument("--n-words", type=int, default=1400, help="vocabulary V (default: %(default)s)")
+    p.add_argument("--min-tokens", type=int, default=50, help="tokens per document, at least")
+    p.add_argument("--max-df", type=float, default=0.3, help="max document frequency fraction")
+    p.add_argument("--min-df", type=int, default=2, help="min document frequency (count)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the document sample")
+    p.set_defaults(func=run_docterm)
+
+    p = sub.add_parser("download", help="resumable, verified download of the corpus tarball")
+    p.add_argument("paths", nargs="+", metavar="[URL] OUTPUT",
+                   help=f"URL (default {CMU_URL}) and output file")
+    _verify_options(p)
+    p.set_defaults(func=run_download)
+
+    p = sub.add_parser("synth-maildir", help="write a small synthetic maildir (offline stand-in)")
+    p.add_argument("output_dir", metavar="OUTPUT_DIR")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--people", type=int, default=40)
+    p.add_argument("--owners", type=int, default=10, help="people with a mailbox")
+    p.add_argument("--emails", type=int, default=2000, help="unique emails")
+    p.add_argument("--topics", type=int, default=6)
+    p.add_argument("--words-per-topic", type=int, default=50)
+    p.set_defaults(func=run_synth)

@@ -1,0 +1,129 @@
+"""Sources: resumable verified downloads from a local HTTP server, tarball streaming."""
+
+import hashlib
+import http.server
+import tarfile
+import threading
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from lppf.cli import main
+from lppf.enron.source import download, iter_raw, resolve
+
+PAYLOAD = bytes(range(256)) * 4000  # ~1 MB
+
+
+class RangeHandler(http.server.BaseHTTPRequestHandler):
+    """Serves PAYLOAD, honouring ``Range: bytes=N-``; records the ranges asked for."""
+
+    ranges: ClassVar[list[str | None]] = []
+    honour_range = True
+
+    def do_GET(self):
+        start = 0
+        asked = self.headers.get("Range")
+        type(self).ranges.append(asked)
+        if asked and self.honour_range:
+            start = int(asked.removeprefix("bytes=").rstrip("-"))
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{len(PAYLOAD) - 1}/{len(PAYLOAD)}")
+        else:
+            self.send_response(200)
+        body = PAYLOAD[start:]
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    RangeHandler.ranges = []
+    RangeHandler.honour_range = True
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), RangeHandler)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/enron.tar.gz"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+SHA = hashlib.sha256(PAYLOAD).hexdigest()
+
+
+def test_download_verifies_and_renames(server, tmp_path):
+    dest = download(server, tmp_path / "c.tgz", sha256=SHA, size=len(PAYLOAD), progress=False)
+    assert dest.read_bytes() == PAYLOAD
+    assert not (tmp_path / "c.tgz.part").exists()
+    assert RangeHandler.ranges == [None]
+
+
+def test_download_resumes_from_part_file(server, tmp_path):
+    (tmp_path / "c.tgz.part").write_bytes(PAYLOAD[:300_000])
+    dest = download(server, tmp_path / "c.tgz", sha256=SHA, progress=False)
+    assert dest.read_bytes() == PAYLOAD
+    assert RangeHandler.ranges == ["bytes=300000-"]
+
+
+def test_download_restarts_when_server_ignores_range(server, tmp_path):
+    RangeHandler.honour_range = False
+    (tmp_path / "c.tgz.part").write_bytes(b"stale bytes")
+    dest = download(server, tmp_path / "c.tgz", sha256=SHA, progress=False)
+    assert dest.read_bytes() == PAYLOAD
+    assert RangeHandler.ranges == ["bytes=11-"]
+
+
+def test_hash_mismatch_leaves_no_file(server, tmp_path):
+    with pytest.raises(ValueError, match="SHA-256"):
+        download(server, tmp_path / "c.tgz", sha256="0" * 64, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_size_mismatch_via_cli_is_one_line_error(server, tmp_path, capsys):
+    code = main(["enron", "download", server, str(tmp_path / "c.tgz"), "--size", "5",
+                 "--quiet"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lppf: error:") and "expected 5" in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_offline_error_names_the_alternatives(tmp_path):
+    with pytest.raises(ValueError, match="synth-maildir"):
+        download("http://127.0.0.1:9/enron.tar.gz", tmp_path / "c.tgz", progress=False,
+                 timeout=5)
+    with pytest.raises(ValueError, match="maildir"):
+        resolve(tmp_path / "missing.tar.gz", tmp_path)
+
+
+def test_file_url_and_resolve(tmp_path):
+    src = tmp_path / "src.bin"
+    src.write_bytes(PAYLOAD)
+    got = resolve(src.as_uri(), tmp_path / "dl", sha256=SHA, size=len(PAYLOAD), progress=False)
+    assert got == tmp_path / "dl" / "src.bin" and got.read_bytes() == PAYLOAD
+
+
+def test_tarball_stream_equals_directory(tmp_path):
+    files = {"maildir/a-b/inbox/1.": b"one", "maildir/a-b/inbox/sub/2.": b"two",
+             "maildir/c-d/sent/1.": b"three", "maildir/README": b"not a message"}
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    with tarfile.open(tmp_path / "m.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "maildir", arcname="maildir")
+    from_dir = sorted(iter_raw(tmp_path), key=lambda m: m.path)
+    from_tar = sorted(iter_raw(tmp_path / "m.tar.gz"), key=lambda m: m.path)
+    assert from_dir == from_tar
+    assert [(m.owner, m.folder, m.data) for m in from_dir] == [
+        ("a-b", "inbox", b"one"), ("a-b", "inbox/sub", b"two"), ("c-d", "sent", b"three")]
+
+
+def test_not_a_tarball_is_input_error(tmp_path):
+    bad = Path(tmp_path / "bad.tar.gz")
+    bad.write_bytes(b"not gzip at all")
+    with pytest.raises(ValueError, match="not a readable tarball"):
+        list(iter_raw(bad))
