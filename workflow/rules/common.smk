@@ -1,36 +1,358 @@
+"""Config validation, the experiment grid, seeds, input functions and wildcard constraints."""
+
+import itertools
+
 from snakemake.utils import validate
+
+from lppf.synthetic import derive_seed
 
 
 validate(config, "../schemas/config.schema.yaml")
 
+R = config["results"]
+EXPERIMENTS = config["experiments"]
+PRIVATE_METHODS = ("private", "private-collapsed")
+
+
+wildcard_constraints:
+    exp="[a-z][a-z0-9]*",
+    dataset="[A-Za-z0-9_]+",
+    setting="[A-Za-z0-9._-]+",
+    grid="(alpha|epsn|epsmean|beta)-[0-9.]+|true",
+    rep=r"\d+",
+    K=r"\d+",
+    model="pmf|community",
+    method="private-collapsed|private|naive|nonprivate",
+    inference="mcmc|cavi",
+    fix="(-fix-(theta|phi|pi))?",
+    factor="theta|phi|pi",
+    name="[a-z_]+",
+
+
+def seed(*parts):
+    """The seed of one job: derived from the root seed and the job's identity."""
+    return derive_seed(config["seed"], *parts)
+
+
+def fmt(value):
+    """A number as it appears in file names: 0.5, 1, 2.5."""
+    return f"{value:g}"
+
+
+# ---- the grid of each experiment -------------------------------------------------------
+
+
+def settings(exp):
+    """Truth variants of an experiment: {name: {"e0": float | None, "heldout": int}}."""
+    spec = EXPERIMENTS[exp]
+    out = {}
+    for e0, top in itertools.product(spec["truth"].get("e0") or [None], spec["heldout"]):
+        parts = ([f"e0-{fmt(e0)}"] if e0 is not None else []) + (
+            [f"heldout-{top}"] if top else []
+        )
+        out["_".join(parts) or "base"] = {"e0": e0, "heldout": top}
+    return out
+
+
+GRID_PREFIX = {"alpha": "alpha", "eps_n": "epsn", "eps_mean": "epsmean", "beta_mean": "beta"}
+
+
+def grids(exp):
+    """Privacy grid points: {name: (kind, value)}, e.g. {"alpha-0.5": ("alpha", 0.5)}."""
+    privacy = EXPERIMENTS[exp]["privacy"]
+    return {
+        f"{prefix}-{fmt(v)}": (kind, v)
+        for kind, prefix in GRID_PREFIX.items()
+        for v in privacy.get(kind) or []
+    }
+
+
+def fits(exp):
+    """Every fit of an experiment as a dict of wildcards."""
+    spec = EXPERIMENTS[exp]
+    out = []
+    for K, setting, rep, method, inference, fix in itertools.product(
+        spec["components"],
+        settings(exp),
+        range(spec["replicates"]),
+        spec["methods"],
+        spec["inference"],
+        [""] + [f"-fix-{f}" for f in spec["fix_truth"]],
+    ):
+        for grid in ["true"] if method == "nonprivate" else grids(exp):
+            out.append(dict(exp=exp, model=spec["model"], K=K, setting=setting, grid=grid,
+                            rep=rep, method=method, inference=inference, fix=fix))
+    return out
+
+
+# ---- file names ------------------------------------------------------------------------
+
+FIT = "{model}-K{K}/{setting}/{grid}/rep{rep}/{method}-{inference}{fix}"
+TRUTH = f"{R}/{{exp}}/truth/{{setting}}/rep{{rep}}.npz"
+TRUTH_FACTOR = f"{R}/{{exp}}/truth/{{setting}}/rep{{rep}}.{{factor}}.npy"
+MASK = f"{R}/{{exp}}/mask/{{setting}}/rep{{rep}}.npy"
+ALPHA = f"{R}/{{exp}}/alpha/{{setting}}/{{grid}}/rep{{rep}}.npy"
+PRIVATIZED = f"{R}/{{exp}}/privatized/{{setting}}/{{grid}}/rep{{rep}}.npz"
+
+
+def fit_file(kind, ext):
+    """Pattern of a per-fit file: kind fits (.npz) or metrics (.json)."""
+    return f"{R}/{{exp}}/{kind}/{FIT}.{ext}"
+
+
+def fit_record(kind, rule, ext):
+    """Pattern of a per-fit log or benchmark: kind logs or benchmarks."""
+    return f"{R}/{kind}/{rule}/{{exp}}/{FIT}.{ext}"
+
+
+def fill(pattern, wildcards, **extra):
+    return pattern.format(**dict(wildcards.items()), **extra)
+
+
+def fit_paths(exp, pattern):
+    return [pattern.format(**f) for f in fits(exp)]
+
+
+# ---- input functions -------------------------------------------------------------------
+
+
+def enron_source():
+    source = config["enron"]["source"]
+    if source == "synthetic":
+        return f"{R}/enron/maildir"
+    if "://" in source:
+        return f"{R}/enron/download/enron_mail.tar.gz"
+    return source
+
+
+def truth_path(exp, setting, rep):
+    """The true counts of one replicate: the Enron matrix itself for truth kind `data`."""
+    truth = EXPERIMENTS[exp]["truth"]
+    if truth["kind"] == "data":
+        return f"{R}/enron/{truth['dataset']}.npz"
+    return TRUTH.format(exp=exp, setting=setting, rep=rep)
+
+
+def get_truth(wildcards):
+    return truth_path(wildcards.exp, wildcards.setting, wildcards.rep)
+
+
+def get_reference(wildcards):
+    truth = EXPERIMENTS[wildcards.exp]["truth"]
+    model = EXPERIMENTS[wildcards.exp]["model"]
+    return f"{R}/reference/{truth['dataset']}-{model}-K{truth['reference_components']}.npz"
+
+
+def truth_args(wildcards):
+    """Command line of `lppf simulate` for one truth."""
+    spec = EXPERIMENTS[wildcards.exp]
+    truth = dict(spec["truth"])
+    kind = truth.pop("kind")
+    s = seed(wildcards.exp, wildcards.setting, wildcards.rep, "truth")
+    if kind == "rescale":
+        e0 = settings(wildcards.exp)[wildcards.setting]["e0"]
+        top = f" --components {truth['components']}" if truth.get("components") else ""
+        return (f"rescale {get_reference(wildcards)} --model {spec['model']} --e0 {e0}"
+                f" --f0 {truth['f0']}{top} --seed {s}")
+    options = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in truth.items() if k != "e0")
+    return f"{kind} {options} --seed {s}"
+
+
+def get_truth_inputs(wildcards):
+    kind = EXPERIMENTS[wildcards.exp]["truth"]["kind"]
+    return [get_reference(wildcards)] if kind == "rescale" else []
+
+
+def get_alpha_file(wildcards):
+    kind, _ = grids(wildcards.exp)[wildcards.grid]
+    if kind in ("eps_mean", "beta_mean"):
+        return fill(ALPHA, wildcards)
+    return []
+
+
+def noise_level_args(wildcards):
+    kind, value = grids(wildcards.exp)[wildcards.grid]
+    if kind == "eps_mean":
+        return f"--epsilon {value}"
+    concentration = EXPERIMENTS[wildcards.exp]["privacy"]["concentration"]
+    return f"--beta-mean {value} --concentration {concentration}"
+
+
+def privatize_args(wildcards, input):
+    kind, value = grids(wildcards.exp)[wildcards.grid]
+    if kind == "alpha":
+        return f"--alpha {value}"
+    if kind == "eps_n":
+        return f"--epsilon {value} --precision 1"
+    return f"--alpha {input.alpha}"
+
+
+def get_mask(wildcards):
+    top = settings(wildcards.exp)[wildcards.setting]["heldout"]
+    return fill(MASK, wildcards) if top else []
+
+
+def get_fit_inputs(wildcards):
+    """Private and naive fits read ONLY the privatized file; nonprivate fits the truth."""
+    if wildcards.method == "nonprivate":
+        data = get_truth(wildcards)
+    else:
+        data = fill(PRIVATIZED, wildcards)
+    inputs = {"data": data, "mask": get_mask(wildcards)}
+    if wildcards.fix:
+        factor = wildcards.fix.removeprefix("-fix-")
+        inputs["fix"] = fill(TRUTH_FACTOR, wildcards, factor=factor)
+    return inputs
+
+
+def run_args(run, inference):
+    """Iteration options of `lppf fit` for one inference method."""
+    if inference == "mcmc":
+        return f"--iterations {run['iterations']} --burnin {run['burnin']} --thin {run['thin']}"
+    return f"--iterations {run['iterations']} --tol {run['tol']} --restarts {run['restarts']}"
+
+
+def run_settings(spec, inference, fix=""):
+    """Iteration settings of a fit; fix_truth fits may have their own MCMC settings."""
+    if fix and inference == "mcmc" and spec["fixed_mcmc"]:
+        return {**spec["mcmc"], **spec["fixed_mcmc"]}
+    return spec[inference]
+
+
+def prior_args(spec):
+    return "".join(f" --{k} {spec[k]}" for k in ("a0", "b0") if spec[k] is not None)
+
+
+def fit_args(wildcards, input):
+    spec = EXPERIMENTS[wildcards.exp]
+    args = run_args(run_settings(spec, wildcards.inference, wildcards.fix), wildcards.inference)
+    args += prior_args(spec)
+    if input.mask:
+        args += f" --mask {input.mask}"
+    if wildcards.fix:
+        args += f" --{wildcards.fix.removeprefix('-')} {input.fix}"
+    return args
+
+
+def fit_seed(wildcards):
+    w = wildcards
+    return seed(w.exp, w.setting, w.grid, w.rep, w.method, w.inference, w.K, w.fix)
+
+
+def fit_resources(key):
+    """Per-experiment resource, doubled, tripled... on each retry (profile `retries`)."""
+    return lambda wildcards, attempt: EXPERIMENTS[wildcards.exp][key] * attempt
+
+
+def grow(base):
+    """A resource that grows with the attempt number, so a retried job gets more."""
+    return lambda wildcards, attempt: base * attempt
+
+
+def get_evaluate_inputs(wildcards):
+    inputs = {"fit": fill(fit_file("fits", "npz"), wildcards), "truth": get_truth(wildcards),
+              "mask": get_mask(wildcards), "privatized": []}
+    if wildcards.method in PRIVATE_METHODS and wildcards.inference == "mcmc":
+        inputs["privatized"] = fill(PRIVATIZED, wildcards)
+    return inputs
+
+
+def evaluate_args(wildcards, input):
+    """Options of `lppf evaluate`, including the labels that become table columns."""
+    spec = EXPERIMENTS[wildcards.exp]
+    args = f"--model {spec['model']}"
+    if input.mask:
+        args += f" --mask {input.mask}"
+    if input.privatized:
+        args += f" --privatized {input.privatized}"
+    if spec["coherence"] and spec["model"] == "pmf":
+        args += " --coherence"
+    w = wildcards
+    labels = dict(experiment=w.exp, model=spec["model"], method=w.method, inference=w.inference,
+                  K=w.K, setting=w.setting, grid=w.grid, replicate=w.rep)
+    labels["fix"] = wildcards.fix.removeprefix("-fix-") or "none"
+    labels.update({k: v for k, v in settings(wildcards.exp)[wildcards.setting].items()
+                   if v is not None})
+    if wildcards.grid != "true":
+        kind, value = grids(wildcards.exp)[wildcards.grid]
+        labels[kind] = value
+    label_args = " ".join(f"--label {k}={v}" for k, v in labels.items())
+    return f"{args} {label_args}"
+
+
+# ---- final outputs ---------------------------------------------------------------------
+
+def figures(exp):
+    """Figure names of an experiment, from what it measures."""
+    spec = EXPERIMENTS[exp]
+    kind, names = spec["truth"]["kind"], []
+    if kind == "rescale":
+        names.append("kl_vs_privacy")
+    if kind == "data":
+        names.append("heldout_by_components" if max(spec["heldout"]) else "error_vs_privacy")
+    if kind == "blocks":
+        names.append("topics")
+    if kind == "community":
+        names.append("blocks")
+    if kind == "pmf" and spec["fix_truth"]:
+        names += ["posterior_y", "theta_kl"]
+    if "cavi" in spec["inference"] and "mcmc" in spec["inference"]:
+        names.append("time_vs_error")
+    return names
+
+
+def experiment_outputs(exp):
+    """Everything an experiment's named target builds: its tables and figures."""
+    if exp not in EXPERIMENTS:
+        return []
+    return [f"{R}/{exp}/tables/fits.csv"] + [
+        f"{R}/{exp}/figures/{name}.{ext}" for name in figures(exp) for ext in ("png", "pdf")
+    ]
+
+
+def enabled():
+    return [exp for exp, spec in EXPERIMENTS.items() if spec["enabled"]]
+
 
 def get_final_output():
-    return [f"{config['results']}/demo/privatized.npz"]
+    outputs = [out for exp in enabled() for out in experiment_outputs(exp)]
+    return outputs + [f"{R}/tables/{name}" for name in ("fits.csv", "summary.csv", "summary.md")]
 
 
-rule demo_counts:
-    output:
-        f"{config['results']}/demo/counts.npz",
-    log:
-        "logs/demo_counts.log",
-    benchmark:
-        "benchmarks/demo_counts.tsv"
-    conda:
-        "../../envs/lppf.yaml"
-    shell:
-        "python -c \"import numpy as np; np.savez('{output}', Y=np.random.default_rng(0).poisson(2.0, (20, 30)))\" > {log} 2>&1"
+# ---- figures ---------------------------------------------------------------------------
+
+def figure_fits(wildcards):
+    """Fits drawn individually (first replicate and K), as wildcard dicts with paths."""
+    if wildcards.name not in ("topics", "blocks", "posterior_y", "theta_kl"):
+        return []
+    spec = EXPERIMENTS[wildcards.exp]
+    chosen = []
+    for f in fits(wildcards.exp):
+        if f["rep"] != 0 or f["K"] != spec["components"][0]:
+            continue
+        if (f["fix"] != "") != (wildcards.name == "theta_kl"):
+            continue
+        if wildcards.name == "posterior_y" and not (
+            f["method"] in PRIVATE_METHODS and f["inference"] == "mcmc"
+            and f["grid"] == figure_grid(wildcards.exp)
+        ):
+            continue
+        chosen.append({**f, "fit": fit_file("fits", "npz").format(**f),
+                       "truth": truth_path(f["exp"], f["setting"], f["rep"]),
+                       "privatized": PRIVATIZED.format(**f)})
+    return chosen
 
 
-rule demo_privatize:
-    input:
-        f"{config['results']}/demo/counts.npz",
-    output:
-        f"{config['results']}/demo/privatized.npz",
-    log:
-        "logs/demo_privatize.log",
-    benchmark:
-        "benchmarks/demo_privatize.tsv"
-    conda:
-        "../../envs/lppf.yaml"
-    shell:
-        "lppf privatize {input} {output} --alpha 0.5 --seed 1 > {log} 2>&1"
+def figure_grid(exp):
+    names = list(grids(exp))
+    return EXPERIMENTS[exp]["figure_grid"] or names[len(names) // 2]
+
+
+def get_figure_inputs(wildcards):
+    chosen = figure_fits(wildcards)
+    inputs = {"table": f"{R}/{wildcards.exp}/tables/fits.csv",
+              "fits": [f["fit"] for f in chosen],
+              "truths": sorted({f["truth"] for f in chosen})}
+    if wildcards.name == "posterior_y":
+        inputs["privatized"] = sorted({f["privatized"] for f in chosen})
+    return inputs

@@ -1,0 +1,120 @@
+"""``lppf evaluate``: one fit against the truth -> one small JSON file of metrics.
+
+Metrics (see :mod:`lppf.metrics`): ``mae_y`` (mu_hat vs the true counts), ``mae_mu`` and
+``kl`` (vs the true rates, when the truth has ``mu``), ``heldout_mae`` (with ``--mask``),
+``npmi`` and ``umass`` (``--coherence``; every saved Phi sample, true counts as reference
+corpus), ``coverage90`` (``--privatized``: share of random observed cells whose true count lies
+in the 90% posterior interval). Community models are evaluated off the diagonal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from lppf import metrics
+from lppf._io import InputError, as_count_matrix, load_json_entry, load_npz, require_key, write_text
+
+
+def _load_mask(path, shape) -> np.ndarray:
+    try:
+        mask = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a readable .npy file ({exc})") from None
+    if mask.shape != shape:
+        raise InputError(f"{path}: mask shape {mask.shape} differs from Y {shape}")
+    return mask.astype(bool)
+
+
+def _samples(fit: dict, names: tuple[str, ...]) -> dict[str, np.ndarray] | None:
+    """Factor samples; a factor held fixed (no samples saved) is repeated."""
+    if f"{names[0]}_samples" not in fit and f"{names[1]}_samples" not in fit:
+        return None
+    n = max(len(fit[f"{k}_samples"]) for k in names if f"{k}_samples" in fit)
+    return {k: fit[f"{k}_samples"] if f"{k}_samples" in fit
+            else np.broadcast_to(fit[k], (n, *fit[k].shape)) for k in names}
+
+
+def coverage(model: str, fit: dict, private: dict, Y: np.ndarray, cells: np.ndarray,
+             n_cells: int, rng: np.random.Generator) -> float:
+    """90% interval coverage of the true counts at ``n_cells`` random evaluated cells."""
+    samples = _samples(fit, ("theta", "phi" if model == "pmf" else "pi"))
+    if samples is None:
+        return math.nan
+    rows, cols = np.nonzero(cells)
+    pick = rng.choice(rows.size, size=min(n_cells, rows.size), replace=False)
+    rows, cols = rows[pick], cols[pick]
+    alpha = np.broadcast_to(np.asarray(private["alpha"], dtype=float), Y.shape)[rows, cols]
+    mu_SN = metrics.rate_samples(model, samples, rows, cols)
+    lower, upper = metrics.posterior_y_interval(private["Y_noisy"][rows, cols], alpha, mu_SN)
+    return metrics.interval_coverage(lower, upper, Y[rows, cols])
+
+
+def evaluate(args) -> dict:
+    fit = load_npz(args.fit)
+    truth = load_npz(args.truth)
+    Y = as_count_matrix(require_key(truth, "Y", args.truth), name=f"{args.truth}: Y")
+    mu_hat = np.asarray(require_key(fit, "mu_hat", args.fit), dtype=float)
+    if mu_hat.shape != Y.shape:
+        raise InputError(f"{args.fit}: mu_hat shape {mu_hat.shape} differs from Y {Y.shape}")
+    cells = ~np.eye(*Y.shape, dtype=bool) if args.model == "community" else None
+    out = {"mae_y": metrics.mae(mu_hat, Y, cells)}
+    if "mu" in truth:
+        out["mae_mu"] = metrics.mae(mu_hat, truth["mu"], cells)
+        out["kl"] = metrics.poisson_kl(truth["mu"], mu_hat, cells)
+    observed = np.ones(Y.shape, bool) if cells is None else cells.copy()
+    if args.mask:
+        mask = _load_mask(args.mask, Y.shape)
+        out["heldout_mae"] = metrics.heldout_mae(mu_hat, Y, mask, cells)
+        observed &= ~mask
+    if args.coherence:
+        phi = fit["phi_samples"] if "phi_samples" in fit else require_key(fit, "phi", args.fit)
+        out.update(metrics.topic_quality(Y, phi))
+    if args.privatized:
+        private = load_npz(args.privatized)
+        for key in ("Y_noisy", "alpha"):
+            require_key(private, key, args.privatized)
+        out["coverage90"] = coverage(args.model, fit, private, Y, observed, args.coverage_cells,
+                                     np.random.default_rng(args.seed))
+    config = load_json_entry(fit, "config") if "config" in fit else {}
+    out.update(seed=int(fit["seed"]) if "seed" in fit else None,
+               iterations=int(fit["iterations"]) if "iterations" in fit else None,
+               fit_seconds=float(fit["elapsed_seconds"]) if "elapsed_seconds" in fit else None,
+               threads=config.get("numba_threads", config.get("threads")))
+    return {**dict(args.label), **out}
+
+
+def _label(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise InputError(f"--label {text!r}: expected KEY=VALUE")
+    return key, value
+
+
+def run(args) -> int:
+    row = evaluate(args)
+    clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+             for k, v in row.items()}
+    write_text(args.output, json.dumps(clean, indent=1) + "\n")
+    print(json.dumps(clean))
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("evaluate", help="metrics of one fit against the truth (JSON)",
+                              description=__doc__)
+    p.add_argument("fit", help="fit .npz (mu_hat, factors, samples)")
+    p.add_argument("output", help="metrics .json")
+    p.add_argument("--truth", required=True, help=".npz with the true counts Y (and mu)")
+    p.add_argument("--model", choices=("pmf", "community"), required=True)
+    p.add_argument("--mask", help="held-out mask .npy (True = held out)")
+    p.add_argument("--privatized", help="privatized .npz (Y_noisy, alpha): adds coverage90")
+    p.add_argument("--coverage-cells", type=int, default=500,
+                   help="random cells used for coverage90 (default 500)")
+    p.add_argument("--coherence", action="store_true", help="add NPMI and UMass of the topics")
+    p.add_argument("--seed", type=int, default=0, help="seed of the coverage cell draw")
+    p.add_argument("--label", type=_label, action="append", default=[], metavar="KEY=VALUE",
+                   help="copied into the output row (repeatable)")
+    p.set_defaults(func=run)

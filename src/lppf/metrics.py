@@ -1,0 +1,208 @@
+"""Evaluation of fits against the truth: errors, topic quality, alignment, coverage, time.
+
+Conventions
+-----------
+* Errors are means over the evaluated cells (``cells``: a boolean mask, default all).
+* Poisson KL: ``KL(Pois(mu*) || Pois(mu_hat)) = mu* ln(mu*/mu_hat) - mu* + mu_hat`` with
+  ``0 ln 0 = 0`` (``scipy.special.rel_entr``).
+* Topic quality uses document co-occurrence in the reference corpus ``Y_DV`` (the true data):
+  ``D(w)`` documents containing w, ``D(w, w')`` documents containing both.
+  UMass (Mimno et al., 2011): for the top words w_1..w_M of a topic in order of decreasing
+  weight, ``sum_{m=2..M} sum_{l<m} ln((D(w_m, w_l) + 1) / D(w_l))`` (a sum, as published;
+  ``D(w_l)`` is clipped at 1 for words absent from the corpus).
+  NPMI (Lau et al., 2014): mean over pairs of ``ln(P(w, w') + EPS) - ln(P(w) P(w'))`` divided by
+  ``-ln(P(w, w') + EPS)``, probabilities = document frequencies / D, ``EPS = 1e-12`` (as gensim),
+  with the limits taken exactly: -1 for pairs that never co-occur (also when a word is absent
+  from the corpus) and 1 for pairs present in every document.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, special
+
+EPS = 1e-12
+TOP_WORDS = 10
+
+
+def _cells(shape: tuple[int, ...], cells: np.ndarray | None) -> np.ndarray:
+    return np.ones(shape, dtype=bool) if cells is None else np.asarray(cells, dtype=bool)
+
+
+def mae(mu_hat: np.ndarray, truth: np.ndarray, cells: np.ndarray | None = None) -> float:
+    """Mean |mu_hat - truth| over ``cells`` (truth: the true counts Y or rates mu*)."""
+    sel = _cells(truth.shape, cells)
+    return float(np.mean(np.abs(mu_hat[sel] - truth[sel]))) if sel.any() else float("nan")
+
+
+def heldout_mae(mu_hat: np.ndarray, Y: np.ndarray, mask: np.ndarray,
+                cells: np.ndarray | None = None) -> float:
+    """MAE over the held-out cells (``mask`` True) that are also in ``cells``."""
+    return mae(mu_hat, Y, np.asarray(mask, dtype=bool) & _cells(Y.shape, cells))
+
+
+def poisson_kl(mu_true: np.ndarray, mu_hat: np.ndarray, cells: np.ndarray | None = None) -> float:
+    """Mean over ``cells`` of KL(Pois(mu*) || Pois(mu_hat)); inf where mu_hat = 0 < mu*."""
+    sel = _cells(mu_true.shape, cells)
+    t, h = mu_true[sel], mu_hat[sel]
+    return float(np.mean(special.rel_entr(t, h) - t + h)) if sel.any() else float("nan")
+
+
+def kl_trace(samples: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Elementwise Poisson KL(truth || sample) averaged over entries, one value per sample.
+
+    ``samples`` (S, ...) e.g. Theta samples (S, D, K) against the true Theta (D, K).
+    """
+    t = truth[None]
+    kl = special.rel_entr(t, samples) - t + samples
+    return kl.reshape(len(samples), -1).mean(axis=1)
+
+
+def document_frequencies(Y_DV: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``D(w)`` for ``words`` (U,) and co-document counts ``D(w, w')`` (U, U) in ``Y_DV``."""
+    B_DU = (np.asarray(Y_DV)[:, words] > 0).astype(np.float64)
+    return B_DU.sum(axis=0), B_DU.T @ B_DU, B_DU.shape[0]
+
+
+def top_words(Phi_KV: np.ndarray, n: int = TOP_WORDS) -> np.ndarray:
+    """Indices of each topic's ``n`` heaviest words, heaviest first, shape (..., K, n)."""
+    return np.argsort(-Phi_KV, axis=-1, kind="stable")[..., :n]
+
+
+def _pair_counts(Y_DV: np.ndarray, top_TM: np.ndarray):
+    words, inv = np.unique(top_TM, return_inverse=True)
+    df_U, co_UU, n_docs = document_frequencies(Y_DV, words)
+    idx_TM = inv.reshape(top_TM.shape)
+    return df_U[idx_TM], co_UU[idx_TM[:, :, None], idx_TM[:, None, :]], n_docs
+
+
+def umass(Y_DV: np.ndarray, top_TM: np.ndarray) -> np.ndarray:
+    """UMass coherence (Mimno's +1 smoothing) of each topic's ordered top words (T, M) -> (T,)."""
+    df_TM, co_TMM, _ = _pair_counts(Y_DV, top_TM)
+    M = top_TM.shape[1]
+    m, l = np.tril_indices(M, k=-1)  # pairs with l < m
+    terms = np.log((co_TMM[:, m, l] + 1.0) / np.maximum(df_TM[:, l], 1.0))
+    return terms.sum(axis=1)
+
+
+def npmi(Y_DV: np.ndarray, top_TM: np.ndarray) -> np.ndarray:
+    """Mean NPMI over word pairs of each topic's top words (T, M) -> (T,)."""
+    df_TM, co_TMM, n_docs = _pair_counts(Y_DV, top_TM)
+    i, j = np.triu_indices(top_TM.shape[1], k=1)
+    co = co_TMM[:, i, j]
+    p_ij = co / n_docs + EPS
+    p_i, p_j = df_TM[:, i] / n_docs, df_TM[:, j] / n_docs
+    inside = (co > 0) & (co < n_docs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = (np.log(p_ij) - np.log(p_i * p_j)) / -np.log(p_ij)
+    return np.where(inside, value, np.where(co > 0, 1.0, -1.0)).mean(axis=1)
+
+
+def topic_quality(Y_DV: np.ndarray, Phi: np.ndarray, n: int = TOP_WORDS) -> dict[str, float]:
+    """Mean NPMI and UMass over topics and samples; ``Phi`` is (K, V) or samples (S, K, V)."""
+    top_TM = top_words(np.asarray(Phi), n).reshape(-1, n)
+    return {"npmi": float(np.mean(npmi(Y_DV, top_TM))),
+            "umass": float(np.mean(umass(Y_DV, top_TM)))}
+
+
+def align_topics(Phi_hat_KV: np.ndarray, Phi_true_KV: np.ndarray) -> np.ndarray:
+    """Permutation ``p`` such that ``Phi_hat_KV[p]`` matches ``Phi_true_KV`` row by row.
+
+    Hungarian matching (``scipy.optimize.linear_sum_assignment``) minimizing the L1 distance
+    between topics normalized to sum to 1; K_hat >= K_true keeps the best K_true topics.
+    """
+    def normalized(P):
+        return P / np.maximum(P.sum(axis=1, keepdims=True), np.finfo(float).tiny)
+
+    cost = np.abs(normalized(Phi_true_KV)[:, None, :] - normalized(Phi_hat_KV)[None]).sum(-1)
+    return optimize.linear_sum_assignment(cost)[1]  # row indices come back sorted
+
+
+def _conditional_pmf(t: np.ndarray, a: np.ndarray, mu_SN: np.ndarray,
+                     y_NW: np.ndarray) -> np.ndarray:
+    """Mixture over samples of ``P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|`` on grids y_NW."""
+    log_prior = special.xlogy(np.abs(t[:, None] - y_NW), a[:, None]) - special.gammaln(y_NW + 1)
+    pmf = np.zeros(y_NW.shape)
+    for mu_N in mu_SN:
+        logp = special.xlogy(y_NW, mu_N[:, None]) + log_prior
+        pmf += np.exp(logp - special.logsumexp(logp, axis=1, keepdims=True))
+    return pmf / len(mu_SN)
+
+
+def _support(t: np.ndarray, a: np.ndarray, mu_SN: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cell range of y holding all but a negligible part of the conditional mass.
+
+    Below y~ the conditional is Pois(mu / alpha) truncated to y <= y~, above it Pois(mu alpha)
+    truncated to y > y~; each piece lies within 8 standard deviations (+10) of its mode.
+    """
+    with np.errstate(divide="ignore"):
+        low = np.minimum(t, mu_SN.min(axis=0) / a)
+    high = np.maximum(t, mu_SN.max(axis=0) * a)
+    lo = np.maximum(low - 8 * np.sqrt(np.maximum(low, 0)) - 10, 0)
+    hi = np.maximum(high + 8 * np.sqrt(np.maximum(high, 0)) + 10, lo)
+    return np.floor(lo).astype(np.int64), np.ceil(hi).astype(np.int64)
+
+
+def _as_cells(t, alpha):
+    t = np.asarray(t, dtype=float)
+    return t, np.broadcast_to(np.asarray(alpha, dtype=float), t.shape)
+
+
+def posterior_y_pmf(y_tilde: np.ndarray, alpha: np.ndarray, mu_SN: np.ndarray,
+                    y_max: int | None = None) -> np.ndarray:
+    """Posterior pmf of the true counts of N cells, averaged over S samples of their rates.
+
+    ``P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|`` (y >= 0) is the exact conditional of the true
+    count once the mechanism's auxiliaries are marginalized; averaging it over posterior
+    samples of mu gives the posterior of y. ``y_tilde``, ``alpha`` (N,), ``mu_SN`` (S, N).
+    Returns (N, y_max + 1) probabilities of y = 0..y_max (default: the largest support).
+    """
+    t, a = _as_cells(y_tilde, alpha)
+    if y_max is None:
+        y_max = int(_support(t, a, mu_SN)[1].max(initial=0))
+    y_NW = np.broadcast_to(np.arange(y_max + 1, dtype=float), (t.size, y_max + 1))
+    return _conditional_pmf(t, a, mu_SN, y_NW)
+
+
+def posterior_y_interval(y_tilde: np.ndarray, alpha: np.ndarray, mu_SN: np.ndarray,
+                         level: float = 0.9, max_values: int = 2_000_000):
+    """Equal-tailed ``level`` posterior intervals (lower, upper), each (N,), of the true counts.
+
+    Each cell's pmf is evaluated on its own support (:func:`_support`), a chunk of cells at a
+    time so that at most about ``max_values`` grid values are held at once.
+    """
+    t, a = _as_cells(y_tilde, alpha)
+    lo, hi = _support(t, a, mu_SN)
+    width = int((hi - lo).max(initial=0)) + 1
+    lower, upper = np.empty(t.size, np.int64), np.empty(t.size, np.int64)
+    step = max(1, max_values // width)
+    for start in range(0, t.size, step):
+        part = slice(start, start + step)
+        y_NW = (lo[part, None] + np.arange(width)[None, :]).astype(float)
+        cdf = np.cumsum(_conditional_pmf(t[part], a[part], mu_SN[:, part], y_NW), axis=1)
+        lower[part] = lo[part] + (cdf < (1 - level) / 2).sum(axis=1)
+        upper[part] = lo[part] + (cdf < (1 + level) / 2).sum(axis=1)
+    return lower, upper
+
+
+def interval_coverage(lower: np.ndarray, upper: np.ndarray, y_true: np.ndarray) -> float:
+    """Fraction of cells with ``lower <= y_true <= upper``."""
+    return float(np.mean((lower <= y_true) & (y_true <= upper)))
+
+
+def rate_samples(model: str, samples: dict[str, np.ndarray], rows: np.ndarray,
+                 cols: np.ndarray) -> np.ndarray:
+    """mu of the cells (rows[n], cols[n]) for every sample, (S, N), from factor samples
+    ``theta`` (S, D, K) and ``phi`` (S, K, V), or ``theta`` (S, V, C) and ``pi`` (S, C, C)."""
+    theta = samples["theta"]
+    if model == "pmf":
+        return np.einsum("snk,skn->sn", theta[:, rows], samples["phi"][:, :, cols])
+    return np.einsum("snc,scd,snd->sn", theta[:, rows], samples["pi"], theta[:, cols])
+
+
+def benchmark_seconds(path: str | os.PathLike[str]) -> float:
+    """Wall-clock seconds in a Snakemake benchmark file (mean over its repeats)."""
+    return float(pd.read_csv(path, sep="\t")["s"].mean())

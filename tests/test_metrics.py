@@ -1,0 +1,195 @@
+"""Metrics against hand-computed values and exact distributions (lppf.metrics, lppf evaluate)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from lppf import metrics
+from lppf._io import save_npz
+from lppf.cli import main
+
+P_MIN = 0.01
+
+# Reference corpus of the hand-computed coherence example: 5 documents, 4 words.
+# Document frequencies D(w) = [4, 3, 2, 1]; co-document counts D(0,1) = 3, D(0,2) = 1,
+# D(1,2) = 1, D(0,3) = 0, D(1,3) = 0, D(2,3) = 1.
+CORPUS = np.array([[1, 2, 0, 0],
+                   [3, 1, 0, 0],
+                   [1, 1, 1, 0],
+                   [2, 0, 0, 0],
+                   [0, 0, 4, 1]])
+
+
+def test_mae_kl_and_heldout_by_hand():
+    mu_hat = np.array([[1.0, 2.0], [0.5, 4.0]])
+    Y = np.array([[0, 2], [1, 1]])
+    assert metrics.mae(mu_hat, Y) == pytest.approx((1 + 0 + 0.5 + 3) / 4)
+    mask = np.array([[True, False], [False, True]])
+    assert metrics.heldout_mae(mu_hat, Y, mask) == pytest.approx((1 + 3) / 2)
+    cells = np.array([[True, True], [False, False]])
+    assert metrics.heldout_mae(mu_hat, Y, mask, cells) == pytest.approx(1.0)
+    mu_true = np.array([[0.0, 2.0], [1.0, 4.0]])
+    kl = [0 - 0 + 1.0, 0.0, 1.0 * math.log(1 / 0.5) - 1 + 0.5, 0.0]  # 0 ln 0 = 0
+    assert metrics.poisson_kl(mu_true, mu_hat) == pytest.approx(np.mean(kl))
+    assert metrics.poisson_kl(np.ones((1, 1)), np.zeros((1, 1))) == math.inf
+
+
+def test_poisson_kl_matches_the_kl_of_the_distributions():
+    mu_true, mu_hat = 3.0, 4.5
+    k = np.arange(200)
+    p, q = stats.poisson.pmf(k, mu_true), stats.poisson.pmf(k, mu_hat)
+    direct = float(np.sum(p * np.log(p / q)))
+    assert metrics.poisson_kl(np.full((1, 1), mu_true), np.full((1, 1), mu_hat)) == (
+        pytest.approx(direct, rel=1e-9))
+    trace = metrics.kl_trace(np.array([[[mu_hat]], [[mu_true]]]), np.array([[mu_true]]))
+    np.testing.assert_allclose(trace, [direct, 0.0], atol=1e-12)
+
+
+def test_umass_by_hand_with_mimno_smoothing():
+    top = np.array([[0, 1, 2], [2, 3, 0]])
+    topic0 = math.log((3 + 1) / 4) + math.log((1 + 1) / 4) + math.log((1 + 1) / 3)
+    topic1 = math.log((1 + 1) / 2) + math.log((1 + 1) / 2) + math.log((0 + 1) / 1)
+    np.testing.assert_allclose(metrics.umass(CORPUS, top), [topic0, topic1])
+
+
+def test_npmi_by_hand():
+    def npmi(co, di, dj, n=5):
+        if co == 0:
+            return -1.0
+        p = co / n + metrics.EPS
+        return (math.log(p) - math.log(di / n * dj / n)) / -math.log(p)
+
+    top = np.array([[0, 1, 2], [2, 3, 0]])
+    expected = [np.mean([npmi(3, 4, 3), npmi(1, 4, 2), npmi(1, 3, 2)]),
+                np.mean([npmi(1, 2, 1), npmi(1, 2, 4), npmi(0, 1, 4)])]
+    np.testing.assert_allclose(metrics.npmi(CORPUS, top), expected)
+    everywhere = np.ones((3, 2), dtype=int)
+    np.testing.assert_allclose(metrics.npmi(everywhere, np.array([[0, 1]])), [1.0])
+
+
+def test_topic_quality_averages_topics_and_samples():
+    phi = np.array([[[5.0, 4, 3, 0], [0, 0, 3, 4]],      # sample 1: topics [0 1 2], [3 2 ...]
+                    [[0.0, 1, 5, 4], [3, 4, 0, 0]]])
+    quality = metrics.topic_quality(CORPUS, phi, n=2)
+    tops = np.array([[0, 1], [3, 2], [2, 3], [1, 0]])
+    assert quality["umass"] == pytest.approx(metrics.umass(CORPUS, tops).mean())
+    assert quality["npmi"] == pytest.approx(metrics.npmi(CORPUS, tops).mean())
+
+
+def test_align_topics_recovers_a_permutation():
+    rng = np.random.default_rng(0)
+    truth = rng.gamma(0.3, 1.0, (6, 40))
+    perm = rng.permutation(6)
+    noisy = 3.0 * truth[perm] * rng.gamma(50, 1 / 50, truth.shape)
+    p = metrics.align_topics(noisy, truth)
+    np.testing.assert_array_equal(perm[p], np.arange(6))
+    extra = np.vstack([noisy, rng.gamma(0.3, 1.0, (2, 40))])
+    np.testing.assert_array_equal(perm[metrics.align_topics(extra, truth)], np.arange(6))
+
+
+def two_sided_geometric(rng, alpha, size):
+    return rng.geometric(1 - alpha, size) - rng.geometric(1 - alpha, size)
+
+
+@pytest.mark.parametrize(("mu", "alpha", "t"), [(3.0, 0.6, 1), (1.5, 0.8, -2), (6.0, 0.3, 8)])
+def test_posterior_y_pmf_matches_rejection_sampling(mu, alpha, t):
+    """y ~ Pois(mu), y~ = y + 2Geo(alpha); keep draws with y~ = t: their y follows the pmf."""
+    rng = np.random.default_rng(1)
+    y = rng.poisson(mu, 2_000_000)
+    kept = y[y + two_sided_geometric(rng, alpha, y.size) == t]
+    pmf = metrics.posterior_y_pmf(np.array([t]), np.array([alpha]), np.array([[mu]]))[0]
+    assert pmf.sum() == pytest.approx(1.0)
+    expected = kept.size * pmf
+    bins = np.flatnonzero(expected >= 5)
+    observed = np.bincount(kept, minlength=pmf.size)[: pmf.size]
+    lo, hi = bins[0], bins[-1]
+    obs = np.r_[observed[: lo + 1].sum(), observed[lo + 1: hi], kept.size - observed[:hi].sum()]
+    exp = np.r_[expected[: lo + 1].sum(), expected[lo + 1: hi], kept.size - expected[:hi].sum()]
+    assert stats.chisquare(obs, exp).pvalue > P_MIN
+
+
+def test_posterior_y_pmf_averages_samples_and_handles_alpha_zero():
+    t, a = np.array([2, 0]), np.array([0.5, 0.5])
+    mu = np.array([[1.0, 2.0], [4.0, 0.5]])
+    mixed = metrics.posterior_y_pmf(t, a, mu, y_max=30)
+    single = [metrics.posterior_y_pmf(t, a, m[None], y_max=30) for m in mu]
+    np.testing.assert_allclose(mixed, (single[0] + single[1]) / 2)
+    exact = metrics.posterior_y_pmf(np.array([3]), np.array([0.0]), np.array([[2.0]]), y_max=6)
+    np.testing.assert_allclose(exact[0], np.eye(7)[3])
+
+
+def test_posterior_y_interval_is_equal_tailed_on_each_cells_support():
+    pmf = np.r_[0.04, 0.02, 0.88, 0.02, 0.04]  # equal-tailed 90% interval: 1..3
+    y = np.array([0, 1, 2, 3, 4])
+    assert metrics.interval_coverage(np.ones(5), np.full(5, 3), y) == pytest.approx(3 / 5)
+    cdf_lo, cdf_hi = np.searchsorted(np.cumsum(pmf), [0.05, 0.95])
+    assert (cdf_lo, cdf_hi) == (1, 3)
+    rng = np.random.default_rng(5)
+    t = np.array([0, 3, -2, 40, 7, 2000])
+    a = np.array([0.5, 0.9, 0.3, 0.6, 0.0, 0.95])
+    mu = rng.gamma(2.0, [1.0, 2.0, 0.5, 30.0, 3.0, 1500.0], (21, 6))  # no CDF plateau at 5%
+    lower, upper = metrics.posterior_y_interval(t, a, mu, max_values=500)
+    cdf = np.cumsum(metrics.posterior_y_pmf(t, a, mu), axis=1)  # one grid 0..max support
+    np.testing.assert_array_equal(lower, (cdf < 0.05).sum(axis=1))
+    np.testing.assert_array_equal(upper, (cdf < 0.95).sum(axis=1))
+    assert lower[4] == upper[4] == 7  # alpha = 0: y = y~
+
+
+def test_rate_samples_match_loops():
+    rng = np.random.default_rng(2)
+    theta, phi, pi = rng.random((3, 5, 2)), rng.random((3, 2, 4)), rng.random((3, 2, 2))
+    rows, cols = np.array([0, 4, 2]), np.array([3, 0, 4])
+    words = cols % 4
+    pmf = metrics.rate_samples("pmf", {"theta": theta, "phi": phi}, rows, words)
+    np.testing.assert_allclose(pmf, [[(theta[s] @ phi[s])[r, c]
+                                      for r, c in zip(rows, words, strict=True)]
+                                     for s in range(3)])
+    net = metrics.rate_samples("community", {"theta": theta, "pi": pi}, rows, cols)
+    np.testing.assert_allclose(net, [[(theta[s] @ pi[s] @ theta[s].T)[r, c]
+                                      for r, c in zip(rows, cols, strict=True)] for s in range(3)])
+
+
+def test_benchmark_seconds(tmp_path):
+    path = tmp_path / "b.tsv"
+    path.write_text("s\th:m:s\tmax_rss\n12.5\t0:00:12\t100\n13.5\t0:00:13\t100\n")
+    assert metrics.benchmark_seconds(path) == pytest.approx(13.0)
+
+
+def test_evaluate_cli_writes_one_row_of_metrics(tmp_path):
+    rng = np.random.default_rng(3)
+    theta, phi = rng.gamma(1.0, 1.0, (6, 2)), rng.gamma(1.0, 1.0, (2, 5))
+    mu = theta @ phi
+    Y = rng.poisson(mu)
+    save_npz(tmp_path / "truth.npz", Y=Y, mu=mu)
+    save_npz(tmp_path / "priv.npz", Y_noisy=Y + two_sided_geometric(rng, 0.5, Y.shape),
+             alpha=np.full((1, 1), 0.5))
+    save_npz(tmp_path / "fit.npz", mu_hat=mu, theta=theta, phi=phi, seed=np.int64(9),
+             theta_samples=np.stack([theta] * 4), phi_samples=np.stack([phi] * 4),
+             config=json.dumps({"numba_threads": 2}))
+    mask = np.zeros(Y.shape, dtype=bool)
+    mask[0] = True
+    np.save(tmp_path / "mask.npy", mask)
+    out = tmp_path / "m.json"
+    assert main(["evaluate", str(tmp_path / "fit.npz"), str(out), "--truth",
+                 str(tmp_path / "truth.npz"), "--model", "pmf", "--mask",
+                 str(tmp_path / "mask.npy"), "--privatized", str(tmp_path / "priv.npz"),
+                 "--coherence", "--label", "method=private", "--label", "K=2"]) == 0
+    row = json.loads(out.read_text())
+    assert row["method"] == "private" and row["K"] == "2" and row["seed"] == 9
+    assert row["threads"] == 2
+    assert row["kl"] == 0.0 and row["mae_mu"] == 0.0
+    assert row["mae_y"] == pytest.approx(np.abs(mu - Y).mean())
+    assert row["heldout_mae"] == pytest.approx(np.abs(mu - Y)[0].mean())
+    assert 0 <= row["coverage90"] <= 1 and -1 <= row["npmi"] <= 1
+
+
+def test_evaluate_cli_rejects_mismatched_shapes(tmp_path, capsys):
+    save_npz(tmp_path / "truth.npz", Y=np.zeros((3, 3), dtype=np.int64))
+    save_npz(tmp_path / "fit.npz", mu_hat=np.zeros((3, 4)))
+    code = main(["evaluate", str(tmp_path / "fit.npz"), str(tmp_path / "m.json"),
+                 "--truth", str(tmp_path / "truth.npz"), "--model", "pmf"])
+    err = capsys.readouterr().err
+    assert code == 2 and "mu_hat shape (3, 4)" in err and not (tmp_path / "m.json").exists()

@@ -1,0 +1,87 @@
+"""Enron matrices and the non-private reference fits behind the semi-synthetic truths."""
+
+
+rule enron_synth_maildir:
+    output:
+        directory(f"{R}/enron/maildir"),
+    log:
+        f"{R}/logs/enron_synth_maildir.log",
+    benchmark:
+        f"{R}/benchmarks/enron_synth_maildir.tsv"
+    params:
+        seed=config["enron"]["synth_seed"],
+    threads: 1
+    resources:
+        mem_mb=grow(1000),
+        runtime=10,
+    conda:
+        "../../envs/lppf.yaml"
+    shell:
+        "lppf enron synth-maildir {output} --seed {params.seed} > {log} 2>&1"
+
+
+rule enron_download:
+    output:
+        f"{R}/enron/download/enron_mail.tar.gz",
+    log:
+        f"{R}/logs/enron_download.log",
+    benchmark:
+        f"{R}/benchmarks/enron_download.tsv"
+    params:
+        url=config["enron"]["source"],
+    threads: 1
+    resources:
+        mem_mb=grow(1000),
+        runtime=120,
+    conda:
+        "../../envs/lppf.yaml"
+    shell:
+        "lppf enron download {params.url} {output} --quiet > {log} 2>&1"
+
+
+rule enron_dataset:
+    input:
+        enron_source(),
+    output:
+        f"{R}/enron/{{dataset}}.npz",
+    log:
+        f"{R}/logs/enron_dataset/{{dataset}}.log",
+    benchmark:
+        f"{R}/benchmarks/enron_dataset/{{dataset}}.tsv"
+    params:
+        command=lambda w: config["enron"]["datasets"][w.dataset]["command"],
+        args=lambda w: config["enron"]["datasets"][w.dataset]["args"],
+    threads: 1
+    resources:
+        mem_mb=grow(4000),
+        runtime=60,
+    conda:
+        "../../envs/lppf.yaml"
+    shell:
+        "lppf enron {params.command} {input} {output} {params.args} --quiet > {log} 2>&1"
+
+
+rule reference_fit:
+    input:
+        f"{R}/enron/{{dataset}}.npz",
+    output:
+        f"{R}/reference/{{dataset}}-{{model}}-K{{K}}.npz",
+    log:
+        f"{R}/logs/reference_fit/{{dataset}}-{{model}}-K{{K}}.log",
+    benchmark:
+        f"{R}/benchmarks/reference_fit/{{dataset}}-{{model}}-K{{K}}.tsv"
+    params:
+        inference=config["reference"]["inference"],
+        run=run_args(config["reference"]["run"], config["reference"]["inference"]),
+        seed=lambda w: seed("reference", w.dataset, w.model, w.K),
+    threads: config["threads"]
+    resources:
+        mem_mb=grow(4000),
+        runtime=120,
+    conda:
+        "../../envs/lppf.yaml"
+    shell:
+        "(export NUMBA_NUM_THREADS={threads};"
+        " lppf fit {input} {output} --model {wildcards.model} --method nonprivate"
+        " --inference {params.inference} --components {wildcards.K} {params.run}"
+        " --seed {params.seed} --threads {threads} --quiet) > {log} 2>&1"

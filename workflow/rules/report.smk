@@ -1,0 +1,87 @@
+"""Tables (one row per fit, summaries over replicates) and the figures of the papers."""
+
+
+localrules:
+    aggregate,
+    summarize,
+    figure,
+
+
+rule aggregate:
+    input:
+        lambda w: fit_paths(w.exp, fit_file("metrics", "json")),
+    output:
+        report(
+            f"{R}/{{exp}}/tables/fits.csv",
+            caption="../report/fits.rst",
+            category="Tables",
+            labels={"experiment": "{exp}", "table": "one row per fit"},
+        ),
+    log:
+        f"{R}/logs/aggregate/{{exp}}.log",
+    benchmark:
+        f"{R}/benchmarks/aggregate/{{exp}}.tsv"
+    params:
+        benchmarks=lambda w: fit_paths(w.exp, fit_record("benchmarks", "fit", "tsv")),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/lppf.yaml"
+    script:
+        "../scripts/aggregate.py"
+
+
+rule summarize:
+    input:
+        [f"{R}/{exp}/tables/fits.csv" for exp in enabled()],
+    output:
+        fits=f"{R}/tables/fits.csv",
+        csv=f"{R}/tables/summary.csv",
+        md=report(
+            f"{R}/tables/summary.md",
+            caption="../report/summary.rst",
+            category="Tables",
+            labels={"experiment": "all", "table": "mean and sd over replicates"},
+        ),
+    log:
+        f"{R}/logs/summarize.log",
+    benchmark:
+        f"{R}/benchmarks/summarize.tsv"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/lppf.yaml"
+    script:
+        "../scripts/summarize.py"
+
+
+rule figure:
+    input:
+        unpack(get_figure_inputs),
+    output:
+        png=report(
+            f"{R}/{{exp}}/figures/{{name}}.png",
+            caption="../report/figure.rst",
+            category="Figures",
+            labels={"experiment": "{exp}", "figure": "{name}"},
+        ),
+        pdf=f"{R}/{{exp}}/figures/{{name}}.pdf",
+    log:
+        f"{R}/logs/figure/{{exp}}/{{name}}.log",
+    benchmark:
+        f"{R}/benchmarks/figure/{{exp}}/{{name}}.tsv"
+    params:
+        spec=lambda w: EXPERIMENTS[w.exp],
+        fits=lambda w: figure_fits(w),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/lppf.yaml"
+    script:
+        "../scripts/figures.py"

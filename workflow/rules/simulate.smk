@@ -1,0 +1,107 @@
+"""Ground truth, noise levels, held-out masks and privatized copies."""
+
+
+rule truth:
+    input:
+        get_truth_inputs,
+    output:
+        TRUTH,
+    log:
+        f"{R}/logs/truth/{{exp}}/{{setting}}/rep{{rep}}.log",
+    benchmark:
+        f"{R}/benchmarks/truth/{{exp}}/{{setting}}/rep{{rep}}.tsv"
+    params:
+        args=truth_args,
+    threads: 1
+    resources:
+        mem_mb=grow(2000),
+        runtime=10,
+    conda:
+        "../../envs/lppf.yaml"
+    shell:
+        "lppf simulate {params.args} {output} > {log} 2>&1"
+
+
+rule truth_factor:
+    input:
+        TRUTH,
+    output:
+        TRUTH_FACTOR,
+    log:
+        f"{R}/logs/truth_factor/{{exp}}/{{setting}}/rep{{rep}}.{{factor}}.log",
+    benchmark:
+        f"{R}/benchmarks/truth_factor/{{exp}}/{{setting}}/rep{{rep}}.{{factor}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=grow(1000),
+        runtime=5,
+    conda:
+        "../../envs/lppf.yaml"
+    shell:
+        "lppf simulate factor {input} {output} {wildcards.factor} > {log} 2>&1"
+
+
+rule heldout_mask:
+    input:
+        get_truth,
+    output:
+        MASK,
+    log:
+        f"{R}/logs/heldout_mask/{{exp}}/{{setting}}/rep{{rep}}.log",
+    benchmark:
+        f"{R}/benchmarks/heldout_mask/{{exp}}/{{setting}}/rep{{rep}}.tsv"
+    params:
+        top=lambda w: settings(w.exp)[w.setting]["heldout"],
+    threads: 1
+    resources:
+        mem_mb=grow(1000),
+        runtime=5,
+    conda:
+        "../../envs/lppf.yaml"
+    shell:
+        "lppf simulate mask {input} {output} --top {params.top} > {log} 2>&1"
+
+
+rule noise_level:
+    input:
+        get_truth,
+    output:
+        ALPHA,
+    log:
+        f"{R}/logs/noise_level/{{exp}}/{{setting}}/{{grid}}/rep{{rep}}.log",
+    benchmark:
+        f"{R}/benchmarks/noise_level/{{exp}}/{{setting}}/{{grid}}/rep{{rep}}.tsv"
+    params:
+        args=noise_level_args,
+        seed=lambda w: seed(w.exp, w.setting, w.grid, w.rep, "alpha"),
+    threads: 1
+    resources:
+        mem_mb=grow(1000),
+        runtime=5,
+    conda:
+        "../../envs/lppf.yaml"
+    shell:
+        "lppf simulate noise-level {input} {output} {params.args} --seed {params.seed} > {log} 2>&1"
+
+
+rule privatize:
+    input:
+        truth=get_truth,
+        alpha=get_alpha_file,
+    output:
+        PRIVATIZED,
+    log:
+        f"{R}/logs/privatize/{{exp}}/{{setting}}/{{grid}}/rep{{rep}}.log",
+    benchmark:
+        f"{R}/benchmarks/privatize/{{exp}}/{{setting}}/{{grid}}/rep{{rep}}.tsv"
+    params:
+        args=privatize_args,
+        seed=lambda w: seed(w.exp, w.setting, w.grid, w.rep, "privatize"),
+    threads: 1
+    resources:
+        mem_mb=grow(2000),
+        runtime=10,
+    conda:
+        "../../envs/lppf.yaml"
+    shell:
+        "lppf privatize {input.truth} {output} {params.args} --seed {params.seed} > {log} 2>&1"

@@ -1,0 +1,36 @@
+"""All fits in one tidy CSV, and mean/sd over replicates as CSV and Markdown."""
+
+import sys
+
+import pandas as pd
+
+from lppf._io import write_text
+
+KEYS = ["experiment", "model", "method", "inference", "fix", "K", "setting", "grid"]
+PARAMETERS = ["e0", "heldout", "alpha", "eps_n", "eps_mean", "beta_mean"]
+METRICS = ["mae_y", "mae_mu", "kl", "heldout_mae", "npmi", "umass", "coverage90", "seconds"]
+
+
+def summarize(fits: pd.DataFrame) -> pd.DataFrame:
+    """Mean and sd over replicates of every metric, one row per setting."""
+    metrics = [m for m in METRICS if m in fits and fits[m].notna().any()]
+    keys = KEYS + [p for p in PARAMETERS if p in fits]
+    grouped = fits.groupby(keys, sort=True, dropna=False)[metrics]
+    summary = grouped.agg(["mean", "std"])
+    summary.columns = [f"{m}_{stat}" for m, stat in summary.columns]
+    summary.insert(0, "replicates", grouped.size())
+    return summary.reset_index()
+
+
+def main(smk):
+    with open(smk.log[0], "w") as log:
+        sys.stderr = log
+        fits = pd.concat([pd.read_csv(f) for f in smk.input], ignore_index=True)
+        summary = summarize(fits)
+        write_text(smk.output.fits, fits.to_csv(index=False))
+        write_text(smk.output.csv, summary.to_csv(index=False))
+        write_text(smk.output.md, summary.to_markdown(index=False, floatfmt=".4g") + "\n")
+        print(f"{len(fits)} fits, {len(summary)} summary rows", file=log)
+
+
+main(snakemake)  # noqa: F821
