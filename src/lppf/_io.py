@@ -78,6 +78,21 @@ def load_npz(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
+def load_npy(path: str | os.PathLike[str], what: str) -> np.ndarray:
+    """Load one array from a ``.npy`` file; errors name the file and ``what`` it is for."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file ({what})")
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a readable .npy file ({what}: {exc})") from None
+    if not isinstance(array, np.ndarray):
+        array.close()
+        raise InputError(f"{path}: not a readable .npy file ({what}: an .npz archive)")
+    return array
+
+
 def require_key(data: Mapping[str, Any], key: str, path: str | os.PathLike[str]) -> Any:
     """Return ``data[key]`` or raise an :class:`InputError` naming the file and the key."""
     if key not in data:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from lppf._io import InputError, load_npz, require_key
+from lppf._io import InputError, load_npy, load_npz, require_key
 from lppf._numba import threads as numba_threads
 from lppf.estimators import DEFAULTS, CommunityModel, PoissonMF
 from lppf.results import INFERENCES, METHODS, MODELS
@@ -59,19 +59,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _load_array(path: Path, what: str) -> np.ndarray:
-    if not path.is_file():
-        raise InputError(f"{path}: no such file ({what})")
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a readable .npy file ({what}: {exc})") from None
-    if not isinstance(array, np.ndarray):
-        array.close()
-        raise InputError(f"{path}: not a readable .npy file ({what}: an .npz archive)")
-    return array
-
-
 def _blame(args: argparse.Namespace, message: str) -> str:
     """Prefix a validation message with the file it concerns."""
     for name in ("theta", "phi", "pi"):
@@ -111,8 +98,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--threads must be >= 1, got {args.threads}")
     print(_threads_line(args.threads), file=sys.stderr, flush=True)
     Y, alpha = _load_input(args.input, args.method)
-    mask = None if args.mask is None else _load_array(args.mask, "--mask")
-    fix = {name: _load_array(path, f"--fix-{name}") for name in ("theta", "phi", "pi")
+    mask = None if args.mask is None else load_npy(args.mask, "--mask")
+    fix = {name: load_npy(path, f"--fix-{name}") for name in ("theta", "phi", "pi")
            if (path := getattr(args, f"fix_{name}")) is not None}
     estimator = ESTIMATORS[args.model](
         args.components, method=args.method, inference=args.inference, a0=args.a0,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lppf._io import InputError, as_count_matrix, load_npz, require_key, save_npz
+from lppf._io import InputError, as_count_matrix, load_npy, load_npz, require_key, save_npz
 from lppf.mechanisms import check_alpha, epsilon_to_alpha, privatize
 
 
@@ -58,11 +58,7 @@ def _load_alpha(text: str, shape: tuple[int, int]) -> np.ndarray:
         path = Path(text)
         if not path.is_file():
             raise InputError(f"--alpha: {text!r} is neither a number nor a file") from None
-        try:
-            alpha = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"--alpha {path}: not a readable .npy file ({exc})") from None
-        return check_alpha(alpha, shape, name=f"--alpha {path}")
+        return check_alpha(load_npy(path, "--alpha"), shape, name=f"--alpha {path}")
     return check_alpha(alpha, shape, name="--alpha")
 
 
