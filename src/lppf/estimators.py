@@ -167,6 +167,10 @@ class _PoissonFactorization(TransformerMixin, BaseEstimator):
     def _check_data(self, Y: Any, alpha: Any, mask: Any, fix: dict | None) -> FitData:
         private = self.method != "nonprivate"
         Y = as_count_matrix(Y, "Y", signed=private)
+        if 0 in Y.shape:
+            what = "sample" if Y.shape[0] == 0 else "feature"
+            raise InputError(f"Y: found array with 0 {what}(s) (shape={Y.shape}) while a "
+                             "minimum of 1 is required.")
         if self.method in ("private", "private-collapsed") and alpha is None:
             raise InputError(f"alpha is required for method {self.method!r}")
         alpha = np.zeros((1, 1)) if alpha is None or not private else _as_alpha(alpha, Y.shape)
@@ -244,6 +248,17 @@ class _PoissonFactorization(TransformerMixin, BaseEstimator):
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "result_")
+
+    def __sklearn_tags__(self):
+        """Counts: integers (``categorical``, so scikit-learn's common checks draw integer
+        data), sparse accepted, non-negative only for ``nonprivate`` (privatized counts can
+        be negative)."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = self.method == "nonprivate"
+        tags.non_deterministic = self.random_state is None
+        return tags
 
     @property
     def _n_features_out(self) -> int:
@@ -383,6 +398,13 @@ class CommunityModel(_PoissonFactorization):
     def _factor_shapes(self, shape):
         C = int(self.n_components)
         return {"theta": (shape[0], C), "pi": (C, C)}
+
+    def __sklearn_tags__(self):
+        """``pairwise``: cross-validation splits actors, fitting on Y[train][:, train] and
+        scoring the held-out actors' rows to the fitted ones, Y[test][:, train]."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = True
+        return tags
 
     def _components(self) -> np.ndarray:
         if "pi" in self.samples_ and "theta" in self.samples_:
