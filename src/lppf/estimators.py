@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from lppf._io import InputError, as_count_matrix, save_npz
@@ -88,7 +88,7 @@ def _as_mask(mask: Any, shape: tuple[int, int]) -> np.ndarray:
     return mask.astype(bool)
 
 
-class _PoissonFactorization(TransformerMixin, BaseEstimator):
+class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Shared machinery; subclasses set the model name and the factor shapes."""
 
     _model = ""
