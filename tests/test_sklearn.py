@@ -1,8 +1,10 @@
 """scikit-learn API: parameters, clone, transform (fold-in), score, Pipeline, GridSearchCV,
 the log likelihood of privatized counts, lazy top-level imports."""
 
+import runpy
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -205,3 +207,12 @@ def test_import_lppf_stays_cheap():
             "from lppf import PoissonMF, CommunityModel, privatize; "
             "assert PoissonMF.__module__ == 'lppf.estimators'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_example_session_runs_and_is_shown_in_the_docs(capsys):
+    root = Path(__file__).resolve().parents[1]
+    script = (root / "docs/examples/sklearn_session.py").read_text()
+    assert f"```python\n{script}```" in (root / "docs/sklearn.md").read_text()
+    runpy.run_path(str(root / "docs/examples/sklearn_session.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "chosen: {'n_components': 3}" in out and "new actors' memberships: (10, 3)" in out
