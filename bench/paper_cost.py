@@ -57,9 +57,9 @@ def seconds_per_iteration(shape, model, K, method, inference, iterations, seed=0
 
     def seconds(n):
         # one saved sample and no naive warm-up (burnin 1): the cost of the sweeps
-        kwargs = {"n_iter": n, "tol": 0.0} if inference == "cavi" else {
-            "n_iter": n, "burnin": 1, "thin": n - 1}
-        est = cls(K, method=method, inference=inference, seed=seed, threads=1, **kwargs)
+        kwargs = {"max_iter": n, "tol": 0.0} if inference == "cavi" else {
+            "max_iter": n, "burnin": 1, "thin": n - 1}
+        est = cls(K, method=method, inference=inference, random_state=seed, threads=1, **kwargs)
         start = time.perf_counter()
         est.fit(data, alpha=alpha)
         return time.perf_counter() - start

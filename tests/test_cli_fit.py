@@ -43,7 +43,7 @@ def test_fit_writes_the_npz(inputs, capsys, method, source):
         config = json.loads(str(z["config"]))
         assert z["mu_hat"].shape == (70, 15) and z["theta_samples"].shape == (2, 70, 2)
         np.testing.assert_array_equal(z["phi"], np.load(inputs / "phi.npy"))
-    assert config["method"] == method and config["seed"] == 3 and config["n_iter"] == 12
+    assert config["method"] == method and config["seed"] == 3 and config["max_iter"] == 12
     assert config["input"] == str(inputs / source) and config["numba_threads"] >= 1
 
 
@@ -73,7 +73,7 @@ ERRORS = [
     (["private.npz", "--fix-phi", "mask.npy"], "mask.npy: fix['phi']: shape (70, 15)"),
     (["private.npz", "--mask", "phi.npy"], "phi.npy: mask: expected a boolean"),
     (["private.npz", "--threads", "0"], "--threads must be >= 1"),
-    (["private.npz", "--burnin", "12"], "n_iter (12) must exceed burnin (12)"),
+    (["private.npz", "--burnin", "12"], "max_iter (12) must exceed burnin (12)"),
 ]
 
 

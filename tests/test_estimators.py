@@ -8,7 +8,7 @@ import pytest
 from lppf._io import InputError
 from lppf.estimators import DEFAULTS, CommunityModel, PoissonMF
 
-FAST = {"n_iter": 12, "burnin": 4, "thin": 4, "seed": 0}
+FAST = {"max_iter": 12, "burnin": 4, "thin": 4, "random_state": 0}
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +25,9 @@ def test_get_set_params_and_defaults():
                                             if k != "n_components"}}
     assert est.set_params(method="naive", thin=3) is est
     assert est.get_params()["method"] == "naive" and est.thin == 3
-    with pytest.raises(ValueError, match="invalid parameter 'nope'"):
+    with pytest.raises(ValueError, match="Invalid parameter 'nope'"):
         est.set_params(nope=1)
-    assert repr(PoissonMF(4, method="naive")) == "PoissonMF(n_components=4, method='naive')"
+    assert repr(PoissonMF(4, method="naive")) == "PoissonMF(method='naive', n_components=4)"
 
 
 @pytest.mark.parametrize("method", ["private", "private-collapsed", "naive", "nonprivate"])
@@ -52,7 +52,7 @@ def test_fit_sets_attributes_and_saves(counts, method, tmp_path):
     assert keys == expected | ({"y_hat"} if method.startswith("private") else set())
     assert config["method"] == method and config["model"] == "pmf"
     assert config["input"] == "in.npz" and config["numba_threads"] >= 1
-    assert {"a0", "b0", "n_iter", "burnin", "thin", "tol", "restarts", "threads"} <= set(config)
+    assert {"a0", "b0", "max_iter", "burnin", "thin", "tol", "restarts", "threads"} <= set(config)
 
 
 def test_same_seed_same_fit(counts):
@@ -60,8 +60,8 @@ def test_same_seed_same_fit(counts):
     a = PoissonMF(2, **FAST).fit(Ytil, alpha=0.5)
     b = PoissonMF(2, **FAST).fit(Ytil, alpha=0.5)
     np.testing.assert_array_equal(a.mu_hat_, b.mu_hat_)
-    c = PoissonMF(2, **{**FAST, "seed": None}).fit(Ytil, alpha=0.5)
-    d = PoissonMF(2, **{**FAST, "seed": c.seed_}).fit(Ytil, alpha=0.5)
+    c = PoissonMF(2, **{**FAST, "random_state": None}).fit(Ytil, alpha=0.5)
+    d = PoissonMF(2, **{**FAST, "random_state": c.seed_}).fit(Ytil, alpha=0.5)
     np.testing.assert_array_equal(c.mu_hat_, d.mu_hat_)
 
 
@@ -78,7 +78,7 @@ BAD = [
     ({"n_components": 0}, {}, "n_components must be an integer >= 1"),
     ({"a0": -1.0}, {}, "a0 must be finite and > 0"),
     ({"thin": 0}, {}, "thin must be an integer >= 1"),
-    ({"n_iter": 10, "burnin": 10}, {}, r"n_iter \(10\) must exceed burnin \(10\)"),
+    ({"max_iter": 10, "burnin": 10}, {}, r"max_iter \(10\) must exceed burnin \(10\)"),
     ({"threads": 0}, {}, "threads must be an integer >= 1"),
     ({}, {"alpha": 1.0}, r"alpha must lie in \[0, 1\)"),
     ({}, {"alpha": np.full(7, 0.5)}, r"alpha: shape \(7,\) does not fit"),
@@ -126,6 +126,7 @@ def test_cavi_dispatch_passes_the_shared_settings(counts, monkeypatch):
 
     monkeypatch.setattr(lppf.cavi, "fit_cavi", fake_fit_cavi)
     _, Ytil = counts
-    PoissonMF(2, inference="cavi", n_iter=50, tol=0.0, restarts=3, seed=1).fit(Ytil, alpha=0.5)
+    PoissonMF(2, inference="cavi", max_iter=50, tol=0.0, restarts=3,
+              random_state=1).fit(Ytil, alpha=0.5)
     assert seen["model"] == "pmf" and seen["max_iter"] == 50 and seen["tol"] == 0.0
     assert seen["restarts"] == 3 and seen["method"] == "private" and seen["n_components"] == 2

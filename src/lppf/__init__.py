@@ -2,7 +2,10 @@
 
 Data owners privatize counts with the two-sided geometric mechanism
 (:func:`lppf.mechanisms.privatize`); analysts fit Poisson factorization models to the
-privatized counts while treating the true counts as latent.
+privatized counts while treating the true counts as latent
+(:class:`lppf.estimators.PoissonMF`, :class:`lppf.estimators.CommunityModel`, scikit-learn
+estimators). ``from lppf import privatize, PoissonMF, CommunityModel`` imports them on first
+use, so that ``import lppf`` stays cheap.
 """
 
 import os
@@ -17,4 +20,20 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
-__all__ = ["__version__"]
+_LAZY = {"privatize": "lppf.mechanisms", "PoissonMF": "lppf.estimators",
+         "CommunityModel": "lppf.estimators"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'lppf' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
+__all__ = ["CommunityModel", "PoissonMF", "__version__", "privatize"]

@@ -1,17 +1,19 @@
 """scikit-learn style estimators for locally private Poisson factorization.
 
->>> model = PoissonMF(n_components=25, method="private", seed=0).fit(Y_noisy, alpha=0.5)
->>> model.mu_hat_, model.theta_, model.phi_, model.y_hat_
+>>> model = PoissonMF(n_components=25, method="private", random_state=0).fit(Y_noisy, alpha=0.5)
+>>> model.mu_hat_, model.theta_, model.components_, model.y_hat_
+>>> Theta_new = model.transform(Y_noisy_new)   # topics held fixed
+>>> model.score(Y_noisy_new)                   # held-out log likelihood per cell
 
-``__init__`` only stores its arguments; :meth:`fit` validates them and the data (raising
-:class:`lppf._io.InputError` with a one-line message), runs the backend (:mod:`lppf.mcmc` or
-:mod:`lppf.cavi`) and copies the :class:`lppf.results.FitResult` into attributes ending in
-``_``. :data:`DEFAULTS` holds every default, shared with ``lppf fit``.
+The estimators are scikit-learn estimators (``clone``, ``get_params``, ``Pipeline``,
+``GridSearchCV``). ``__init__`` only stores its arguments; :meth:`fit` validates them and the
+data (raising :class:`lppf._io.InputError` with a one-line message), runs the backend
+(:mod:`lppf.mcmc` or :mod:`lppf.cavi`) and copies the :class:`lppf.results.FitResult` into
+attributes ending in ``_``. :data:`DEFAULTS` holds every default, shared with ``lppf fit``.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import os
@@ -19,6 +21,8 @@ import time
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from lppf._io import InputError, as_count_matrix, save_npz
 from lppf._numba import threads as numba_threads
@@ -31,14 +35,15 @@ DEFAULTS: dict[str, Any] = {
     "inference": "mcmc",
     "a0": 0.1,  # gamma prior shape
     "b0": 1.0,  # gamma prior rate
-    "n_iter": 2000,  # MCMC: total iterations including burn-in; CAVI: maximum iterations
+    "max_iter": 2000,  # MCMC: total iterations including burn-in; CAVI: maximum iterations
     "burnin": 1000,
     "thin": 20,
     "tol": 1e-5,  # CAVI: stop when the relative change of mu_hat drops below (0: never)
     "restarts": 1,  # CAVI: random restarts, best ELBO kept
-    "seed": None,  # None: a fresh seed, recorded in ``seed_``
+    "random_state": None,  # int, None (a fresh seed) or a numpy Generator; see ``seed_``
     "threads": None,  # numba threads; None: numba's default
-    "progress": False,
+    "verbose": False,  # progress bar
+    "alpha": None,  # noise level used when fit/transform/score get no ``alpha``
 }
 
 
@@ -83,7 +88,7 @@ def _as_mask(mask: Any, shape: tuple[int, int]) -> np.ndarray:
     return mask.astype(bool)
 
 
-class _PoissonFactorization:
+class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Shared machinery; subclasses set the model name and the factor shapes."""
 
     _model = ""
@@ -92,47 +97,26 @@ class _PoissonFactorization:
     def __init__(self, n_components: int = DEFAULTS["n_components"], *,
                  method: str = DEFAULTS["method"], inference: str = DEFAULTS["inference"],
                  a0: float = DEFAULTS["a0"], b0: float = DEFAULTS["b0"],
-                 n_iter: int = DEFAULTS["n_iter"], burnin: int = DEFAULTS["burnin"],
+                 max_iter: int = DEFAULTS["max_iter"], burnin: int = DEFAULTS["burnin"],
                  thin: int = DEFAULTS["thin"], tol: float = DEFAULTS["tol"],
-                 restarts: int = DEFAULTS["restarts"], seed: int | None = DEFAULTS["seed"],
+                 restarts: int = DEFAULTS["restarts"],
+                 random_state: int | np.random.Generator | None = DEFAULTS["random_state"],
                  threads: int | None = DEFAULTS["threads"],
-                 progress: bool = DEFAULTS["progress"]) -> None:
+                 verbose: bool = DEFAULTS["verbose"], alpha: Any = DEFAULTS["alpha"]) -> None:
         self.n_components = n_components
         self.method = method
         self.inference = inference
         self.a0 = a0
         self.b0 = b0
-        self.n_iter = n_iter
+        self.max_iter = max_iter
         self.burnin = burnin
         self.thin = thin
         self.tol = tol
         self.restarts = restarts
-        self.seed = seed
+        self.random_state = random_state
         self.threads = threads
-        self.progress = progress
-
-    # -- scikit-learn protocol
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        params = inspect.signature(cls.__init__).parameters
-        return [p for p in params if p != "self"]
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor arguments as a dict."""
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params: Any) -> _PoissonFactorization:
-        """Set constructor arguments; unknown names are an error."""
-        for name, value in params.items():
-            if name not in self._param_names():
-                raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items()
-                   if k == "n_components" or v != DEFAULTS[k]]
-        return f"{type(self).__name__}({', '.join(changed)})"
+        self.verbose = verbose
+        self.alpha = alpha
 
     # -- validation
     def _check_params(self) -> None:
@@ -144,18 +128,19 @@ class _PoissonFactorization:
         _positive_int("n_components", self.n_components)
         _positive_float("a0", self.a0)
         _positive_float("b0", self.b0)
-        _positive_int("n_iter", self.n_iter)
+        _positive_int("max_iter", self.max_iter)
         _positive_float("tol", self.tol, allow_zero=True)
         _positive_int("restarts", self.restarts)
         if self.threads is not None:
             _positive_int("threads", self.threads)
-        if self.seed is not None:
-            _positive_int("seed", self.seed, minimum=0)
+        if self.random_state is not None and not isinstance(self.random_state,
+                                                             np.random.Generator):
+            _positive_int("random_state", self.random_state, minimum=0)
         if self.inference == "mcmc":
             _positive_int("burnin", self.burnin, minimum=0)
             _positive_int("thin", self.thin)
-            if self.n_iter - self.burnin < self.thin:
-                raise InputError(f"n_iter ({self.n_iter}) must exceed burnin ({self.burnin}) "
+            if self.max_iter - self.burnin < self.thin:
+                raise InputError(f"max_iter ({self.max_iter}) must exceed burnin ({self.burnin}) "
                                  f"by at least thin ({self.thin}) to keep one sample")
 
     def _factor_shapes(self, shape: tuple[int, int]) -> dict[str, tuple[int, int]]:
@@ -182,6 +167,10 @@ class _PoissonFactorization:
     def _check_data(self, Y: Any, alpha: Any, mask: Any, fix: dict | None) -> FitData:
         private = self.method != "nonprivate"
         Y = as_count_matrix(Y, "Y", signed=private)
+        if 0 in Y.shape:
+            what = "sample" if Y.shape[0] == 0 else "feature"
+            raise InputError(f"Y: found array with 0 {what}(s) (shape={Y.shape}) while a "
+                             "minimum of 1 is required.")
         if self.method in ("private", "private-collapsed") and alpha is None:
             raise InputError(f"alpha is required for method {self.method!r}")
         alpha = np.zeros((1, 1)) if alpha is None or not private else _as_alpha(alpha, Y.shape)
@@ -193,18 +182,20 @@ class _PoissonFactorization:
         return FitData(Y, alpha, mask, self._check_fix(fix, Y.shape))
 
     # -- fitting
-    def fit(self, Y: Any, alpha: Any = None, mask: Any = None,
+    def fit(self, Y: Any, y: None = None, *, alpha: Any = None, mask: Any = None,
             fix: dict | None = None) -> _PoissonFactorization:
         """Fit to counts ``Y`` (privatized for private/naive methods, true for nonprivate).
 
+        y : ignored (scikit-learn's signature).
         alpha : noise level in [0, 1): scalar, one per row or one per cell (required for
-            private methods; ignored by nonprivate). mask : bool, True = held out.
-        fix : factors held at given values, e.g. ``{"phi": Phi_KV}``.
+            private methods; ignored by nonprivate); None: the ``alpha`` parameter.
+        mask : bool, True = held out. fix : factors held at given values, e.g.
+            ``{"phi": Phi_KV}``.
         """
         self._check_params()
-        data = self._check_data(Y, alpha, mask, fix)
-        self.seed_ = (int(np.random.SeedSequence().generate_state(1)[0])
-                      if self.seed is None else int(self.seed))
+        data = self._check_data(Y, self._alpha(alpha), mask, fix)
+        validate_data(self, Y, reset=True, skip_check_array=True)
+        self.seed_ = self._draw_seed()
         rng = np.random.default_rng(self.seed_)
         start = time.perf_counter()
         with numba_threads(self.threads) as n_threads:
@@ -213,18 +204,32 @@ class _PoissonFactorization:
         self._store(result, time.perf_counter() - start)
         return self
 
-    def _run(self, data: FitData, rng: np.random.Generator) -> FitResult:
+    def _alpha(self, alpha: Any) -> Any:
+        return self.alpha if alpha is None else alpha
+
+    def _draw_seed(self) -> int:
+        """The seed of this fit: ``random_state`` itself, or drawn from it (a Generator) or
+        from the operating system (None)."""
+        if self.random_state is None:
+            return int(np.random.SeedSequence().generate_state(1)[0])
+        if isinstance(self.random_state, np.random.Generator):
+            return int(self.random_state.integers(2**32))
+        return int(self.random_state)
+
+    def _run(self, data: FitData, rng: np.random.Generator, model: str | None = None,
+             ) -> FitResult:
         common = {"method": self.method, "n_components": int(self.n_components),
                   "a0": float(self.a0), "b0": float(self.b0), "rng": rng,
-                  "threads": self.threads, "progress": bool(self.progress)}
+                  "threads": self.threads, "progress": bool(self.verbose)}
+        model = model or self._model
         if self.inference == "mcmc":
             from lppf.mcmc import fit_mcmc
 
-            return fit_mcmc(self._model, data, n_iter=int(self.n_iter),
+            return fit_mcmc(model, data, n_iter=int(self.max_iter),
                             burnin=int(self.burnin), thin=int(self.thin), **common)
         from lppf.cavi import fit_cavi
 
-        return fit_cavi(self._model, data, max_iter=int(self.n_iter), tol=float(self.tol),
+        return fit_cavi(model, data, max_iter=int(self.max_iter), tol=float(self.tol),
                         restarts=int(self.restarts), **common)
 
     def _store(self, result: FitResult, total: float) -> None:
@@ -239,13 +244,89 @@ class _PoissonFactorization:
         self.variational_ = result.variational
         self.elapsed_ = {**result.elapsed, "total": total}
         self.n_iter_ = result.n_iter
+        self.components_ = self._components()
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "result_")
+
+    def __sklearn_tags__(self):
+        """Counts: integers (``categorical``, so scikit-learn's common checks draw integer
+        data), sparse accepted, non-negative only for ``nonprivate`` (privatized counts can
+        be negative)."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = self.method == "nonprivate"
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+    @property
+    def _n_features_out(self) -> int:
+        return self.components_.shape[0]
+
+    # -- new rows: transform and score
+    def _components(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _check_new(self, Y: Any, alpha: Any, mask: Any = None) -> FitData:
+        """Validate new rows against the fit: (n_new, n_features_in_) counts."""
+        check_is_fitted(self)
+        data = _PoissonFactorization._check_data(self, Y, self._alpha(alpha), mask, None)
+        try:
+            validate_data(self, Y, reset=False, skip_check_array=True)
+        except ValueError as exc:
+            raise InputError(f"Y: {exc}") from None
+        return data
+
+    def _fold_in(self, data: FitData) -> FitResult:
+        """Rows of ``data`` fitted as Poisson factorization with ``phi = components_`` held
+        fixed (the same method, inference and settings as the fit); a fixed seed derived
+        from ``seed_``, so repeated calls agree."""
+        data = FitData(data.Y, data.alpha, data.mask, {"phi": self.components_})
+        rng = np.random.default_rng((self.seed_, 1))
+        with numba_threads(self.threads):
+            return self._run(data, rng, model="pmf")
+
+    def transform(self, Y: Any, alpha: Any = None) -> np.ndarray:
+        """Posterior means of the row factors, (n_new, K), of new (privatized) rows ``Y``
+        (n_new, n_features_in_) with ``components_`` held fixed: ``Y ~ theta @ components_``.
+
+        alpha : as in :meth:`fit`; None: the ``alpha`` parameter.
+        """
+        return self._fold_in(self._check_new(Y, alpha)).factors["theta"]
+
+    def fit_transform(self, Y: Any, y: None = None, **fit_params: Any) -> np.ndarray:
+        """:meth:`fit`, then the fitted row factors ``theta_``."""
+        return self.fit(Y, y, **fit_params).theta_
+
+    def score(self, Y: Any, y: None = None, alpha: Any = None) -> float:
+        """Held-out log likelihood of new (privatized) rows ``Y`` per cell; higher is better.
+
+        Document completion: the row factors are inferred (:meth:`transform`) from the
+        cells with even ``row + column`` and the other cells are scored by
+        ``mean log p(y~ | mu)``, ``mu = theta @ components_``, under the geometric mechanism
+        with noise level ``alpha`` (:func:`lppf.likelihood.privatized_logpmf`; Poisson for
+        ``nonprivate``). alpha : as in :meth:`fit`; None: the ``alpha`` parameter.
+        """
+        from lppf.likelihood import privatized_logpmf
+
+        data = self._check_new(Y, alpha)
+        held = np.add.outer(np.arange(data.Y.shape[0]), np.arange(data.Y.shape[1])) % 2 == 1
+        if not held.any():  # a single cell: nothing left to infer from, score it in sample
+            held = ~held
+        fold = self._fold_in(FitData(data.Y, data.alpha, held, {}))
+        alpha_DV = np.broadcast_to(data.alpha, data.Y.shape)
+        return float(np.mean(privatized_logpmf(data.Y[held], fold.mu_hat[held],
+                                               alpha_DV[held])))
 
     # -- output
     def config(self, input_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Every setting of the fit (JSON-serializable)."""
         params = self.get_params()
-        params.pop("progress")
-        return {"model": self._model, **params, "seed": getattr(self, "seed_", self.seed),
+        for name in ("verbose", "random_state", "alpha"):
+            params.pop(name)
+        seed = self.random_state if isinstance(self.random_state, int | None) else None
+        return {"model": self._model, **params, "seed": getattr(self, "seed_", seed),
                 "numba_threads": getattr(self, "threads_", None),
                 "input": None if input_path is None else str(input_path)}
 
@@ -280,9 +361,11 @@ class _PoissonFactorization:
 class PoissonMF(_PoissonFactorization):
     """Poisson matrix factorization (topics): ``Y`` (D, V), ``mu = Theta_DK @ Phi_KV``.
 
-    Fitted: ``mu_hat_``, ``theta_`` (D, K), ``phi_`` (K, V), ``y_hat_``, ``samples_``,
-    ``log_joint_``, ``trace_``, ``variational_``, ``elapsed_``, ``n_iter_``, ``result_``,
-    ``seed_`` (the seed used), ``threads_`` (numba threads used).
+    Fitted: ``mu_hat_``, ``theta_`` (D, K), ``phi_`` (K, V), ``components_`` (= ``phi_``),
+    ``y_hat_``, ``samples_``, ``log_joint_``, ``trace_``, ``variational_``, ``elapsed_``,
+    ``n_iter_`` (iterations run), ``n_features_in_`` (V), ``result_``, ``seed_`` (the seed
+    used), ``threads_`` (numba threads used). :meth:`transform` infers theta of new
+    documents given phi.
     """
 
     _model = "pmf"
@@ -292,12 +375,21 @@ class PoissonMF(_PoissonFactorization):
         K = int(self.n_components)
         return {"theta": (shape[0], K), "phi": (K, shape[1])}
 
+    def _components(self) -> np.ndarray:
+        return self.phi_
+
 
 class CommunityModel(_PoissonFactorization):
     """Overlapping community model (networks): ``Y`` (V, V),
     ``mu_ij = sum_cd theta_ic theta_jd pi_cd``; the diagonal is always held out.
 
-    Fitted as :class:`PoissonMF`, with ``theta_`` (V, C) and ``pi_`` (C, C).
+    Fitted as :class:`PoissonMF`, with ``theta_`` (V, C) and ``pi_`` (C, C), and
+    ``components_ = E[Pi_CC @ Theta_VC.T]`` (C, V): the rate from community c to each fitted
+    actor (the posterior mean over the saved samples for MCMC, the product of the means for
+    CAVI). New actors' outgoing counts to the V fitted actors, ``Y_new`` (n_new, V), have
+    ``mu_ij = sum_cd theta_ic pi_cd theta_jd = (Theta_new @ components_)_ij``: a Poisson
+    factorization with ``phi = components_`` held fixed, which :meth:`transform` and
+    :meth:`score` fit (their incoming counts are not used).
     """
 
     _model = "community"
@@ -306,6 +398,19 @@ class CommunityModel(_PoissonFactorization):
     def _factor_shapes(self, shape):
         C = int(self.n_components)
         return {"theta": (shape[0], C), "pi": (C, C)}
+
+    def __sklearn_tags__(self):
+        """``pairwise``: cross-validation splits actors, fitting on Y[train][:, train] and
+        scoring the held-out actors' rows to the fitted ones, Y[test][:, train]."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = True
+        return tags
+
+    def _components(self) -> np.ndarray:
+        if "pi" in self.samples_ and "theta" in self.samples_:
+            Theta_SVC, Pi_SCC = self.samples_["theta"], self.samples_["pi"]
+            return np.mean(Pi_SCC @ Theta_SVC.transpose(0, 2, 1), axis=0)
+        return self.pi_ @ self.theta_.T
 
     def _check_data(self, Y, alpha, mask, fix):
         shape = np.shape(Y)

@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--inference", choices=INFERENCES, default=DEFAULTS["inference"])
     p.add_argument("--components", type=int, required=True, metavar="K",
                    help="number of topics / communities")
-    p.add_argument("--iterations", type=int, default=DEFAULTS["n_iter"], metavar="I",
+    p.add_argument("--iterations", type=int, default=DEFAULTS["max_iter"], metavar="I",
                    help="MCMC: total iterations including burn-in; CAVI: maximum "
                         "(default %(default)s)")
     p.add_argument("--burnin", type=int, default=DEFAULTS["burnin"], metavar="B",
@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default %(default)s)")
     p.add_argument("--restarts", type=int, default=DEFAULTS["restarts"], metavar="R",
                    help="CAVI restarts (default %(default)s)")
-    p.add_argument("--seed", type=int, default=DEFAULTS["seed"], metavar="S",
+    p.add_argument("--seed", type=int, default=DEFAULTS["random_state"], metavar="S",
                    help="random seed (default: fresh, recorded in the output)")
     p.add_argument("--mask", type=Path, metavar="MASK.npy", help="bool array, True = held out")
     p.add_argument("--a0", type=float, default=DEFAULTS["a0"], help="gamma prior shape")
@@ -103,9 +103,9 @@ def run(args: argparse.Namespace) -> int:
            if (path := getattr(args, f"fix_{name}")) is not None}
     estimator = ESTIMATORS[args.model](
         args.components, method=args.method, inference=args.inference, a0=args.a0,
-        b0=args.b0, n_iter=args.iterations, burnin=args.burnin, thin=args.thin, tol=args.tol,
-        restarts=args.restarts, seed=args.seed, threads=args.threads,
-        progress=not args.quiet and sys.stderr.isatty())
+        b0=args.b0, max_iter=args.iterations, burnin=args.burnin, thin=args.thin, tol=args.tol,
+        restarts=args.restarts, random_state=args.seed, threads=args.threads,
+        verbose=not args.quiet and sys.stderr.isatty())
     try:
         estimator.fit(Y, alpha=alpha, mask=mask, fix=fix or None)
     except InputError as exc:
