@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from lppf import __version__
-from lppf._io import InputError
+from lppf.io import InputError
 
 COMMANDS = ("privatize", "fit", "enron", "simulate", "evaluate")
 

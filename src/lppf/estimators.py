@@ -3,27 +3,27 @@
 >>> model = PoissonMF(n_components=25, method="private", seed=0).fit(Y_noisy, alpha=0.5)
 >>> model.mu_hat_, model.theta_, model.phi_, model.y_hat_
 
-``__init__`` only stores its arguments; :meth:`fit` validates them and the data (raising
-:class:`lppf._io.InputError` with a one-line message), runs the backend (:mod:`lppf.mcmc` or
-:mod:`lppf.cavi`) and copies the :class:`lppf.results.FitResult` into attributes ending in
-``_``. :data:`DEFAULTS` holds every default, shared with ``lppf fit``.
+``__init__`` only stores its arguments; :meth:`fit` validates them and the data with
+:mod:`lppf.validation` (raising :class:`lppf.io.InputError` with a one-line message), runs the
+backend (:mod:`lppf.mcmc` or :mod:`lppf.cavi`) and copies the
+:class:`lppf.results.FitResult` into attributes ending in ``_``. :data:`DEFAULTS` holds every
+default, shared with ``lppf fit``.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import math
 import os
 import time
 from typing import Any
 
 import numpy as np
 
-from lppf._io import InputError, as_count_matrix, save_npz
 from lppf._numba import threads as numba_threads
-from lppf.mechanisms import check_alpha
-from lppf.results import INFERENCES, METHODS, FitData, FitResult
+from lppf.io import save_npz
+from lppf.results import FitData, FitResult
+from lppf.validation import check_params, factor_shapes, fit_data
 
 DEFAULTS: dict[str, Any] = {
     "n_components": 10,
@@ -40,47 +40,6 @@ DEFAULTS: dict[str, Any] = {
     "threads": None,  # numba threads; None: numba's default
     "progress": False,
 }
-
-
-def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _positive_float(name: str, value: Any, allow_zero: bool = False) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise InputError(f"{name} must be finite and {'>=' if allow_zero else '>'} 0, "
-                         f"got {value!r}")
-    return value
-
-
-def _as_alpha(alpha: Any, shape: tuple[int, int]) -> np.ndarray:
-    """alpha as a 2-d float64 array of shape (1, 1), (n_rows, 1) or ``shape``."""
-    alpha = np.array(check_alpha(alpha), dtype=np.float64)
-    if alpha.ndim == 0:
-        return alpha.reshape(1, 1)
-    if alpha.ndim == 1 and len(alpha) == shape[0]:
-        return alpha[:, None]
-    if alpha.ndim == 2 and alpha.shape in ((1, 1), (shape[0], 1), shape):
-        return alpha
-    raise InputError(f"alpha: shape {alpha.shape} does not fit counts of shape {shape} "
-                     "(use a scalar, one value per row or one per cell)")
-
-
-def _as_mask(mask: Any, shape: tuple[int, int]) -> np.ndarray:
-    if mask is None:
-        return np.zeros(shape, dtype=bool)
-    mask = np.asarray(mask)
-    if mask.dtype != bool and not (mask.dtype.kind in "iu" and np.isin(mask, (0, 1)).all()):
-        raise InputError(f"mask: expected a boolean (or 0/1) array, got dtype {mask.dtype}")
-    if mask.shape != shape:
-        raise InputError(f"mask: shape {mask.shape} does not match counts of shape {shape}")
-    return mask.astype(bool)
 
 
 class _PoissonFactorization:
@@ -134,63 +93,21 @@ class _PoissonFactorization:
                    if k == "n_components" or v != DEFAULTS[k]]
         return f"{type(self).__name__}({', '.join(changed)})"
 
-    # -- validation
+    # -- validation (lppf.validation)
     def _check_params(self) -> None:
-        if self.method not in METHODS:
-            raise InputError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
-        if self.inference not in INFERENCES:
-            raise InputError(f"inference must be one of {', '.join(INFERENCES)}, "
-                             f"got {self.inference!r}")
-        _positive_int("n_components", self.n_components)
-        _positive_float("a0", self.a0)
-        _positive_float("b0", self.b0)
-        _positive_int("n_iter", self.n_iter)
-        _positive_float("tol", self.tol, allow_zero=True)
-        _positive_int("restarts", self.restarts)
-        if self.threads is not None:
-            _positive_int("threads", self.threads)
-        if self.seed is not None:
-            _positive_int("seed", self.seed, minimum=0)
-        if self.inference == "mcmc":
-            _positive_int("burnin", self.burnin, minimum=0)
-            _positive_int("thin", self.thin)
-            if self.n_iter - self.burnin < self.thin:
-                raise InputError(f"n_iter ({self.n_iter}) must exceed burnin ({self.burnin}) "
-                                 f"by at least thin ({self.thin}) to keep one sample")
+        check_params(method=self.method, inference=self.inference,
+                     n_components=self.n_components, a0=self.a0, b0=self.b0,
+                     n_iter=self.n_iter, burnin=self.burnin, thin=self.thin, tol=self.tol,
+                     restarts=self.restarts, seed=self.seed, threads=self.threads)
 
     def _factor_shapes(self, shape: tuple[int, int]) -> dict[str, tuple[int, int]]:
-        raise NotImplementedError
-
-    def _check_fix(self, fix: dict | None, shape: tuple[int, int]) -> dict[str, np.ndarray]:
-        expected = self._factor_shapes(shape)
-        out = {}
-        for name, value in (fix or {}).items():
-            if name not in expected:
-                raise InputError(f"fix: unknown factor {name!r} (choose from "
-                                 f"{', '.join(expected)})")
-            value = np.asarray(value, dtype=np.float64)
-            if value.shape != expected[name]:
-                raise InputError(f"fix[{name!r}]: shape {value.shape}, expected "
-                                 f"{expected[name]}")
-            if not np.all(np.isfinite(value)) or np.any(value <= 0):
-                raise InputError(f"fix[{name!r}]: values must be finite and > 0")
-            out[name] = np.ascontiguousarray(value)
-        if len(out) == len(expected):
-            raise InputError("fix: cannot hold every factor fixed")
-        return out
+        return factor_shapes(self._model, shape, self.n_components)
 
     def _check_data(self, Y: Any, alpha: Any, mask: Any, fix: dict | None) -> FitData:
-        private = self.method != "nonprivate"
-        Y = as_count_matrix(Y, "Y", signed=private)
-        if self.method in ("private", "private-collapsed") and alpha is None:
-            raise InputError(f"alpha is required for method {self.method!r}")
-        alpha = np.zeros((1, 1)) if alpha is None or not private else _as_alpha(alpha, Y.shape)
-        mask = _as_mask(mask, Y.shape)
-        noiseless = np.broadcast_to(alpha == 0, Y.shape) & (Y < 0) & ~mask
-        if self.method != "naive" and noiseless.any():
-            d, v = np.argwhere(noiseless)[0]
-            raise InputError(f"Y[{d}, {v}] = {Y[d, v]} < 0 in a cell with alpha = 0 (no noise)")
-        return FitData(Y, alpha, mask, self._check_fix(fix, Y.shape))
+        n_saved = (max((int(self.n_iter) - int(self.burnin)) // int(self.thin), 1)
+                   if self.inference == "mcmc" else 1)
+        return fit_data(self._model, self.method, Y, alpha, mask, fix,
+                        n_components=self.n_components, n_saved=n_saved)
 
     # -- fitting
     def fit(self, Y: Any, alpha: Any = None, mask: Any = None,
@@ -288,10 +205,6 @@ class PoissonMF(_PoissonFactorization):
     _model = "pmf"
     _factors = ("theta", "phi")
 
-    def _factor_shapes(self, shape):
-        K = int(self.n_components)
-        return {"theta": (shape[0], K), "phi": (K, shape[1])}
-
 
 class CommunityModel(_PoissonFactorization):
     """Overlapping community model (networks): ``Y`` (V, V),
@@ -302,19 +215,6 @@ class CommunityModel(_PoissonFactorization):
 
     _model = "community"
     _factors = ("theta", "pi")
-
-    def _factor_shapes(self, shape):
-        C = int(self.n_components)
-        return {"theta": (shape[0], C), "pi": (C, C)}
-
-    def _check_data(self, Y, alpha, mask, fix):
-        shape = np.shape(Y)
-        if len(shape) != 2 or shape[0] != shape[1]:
-            raise InputError(f"Y: the community model needs a square matrix, got shape {shape}")
-        data = super()._check_data(Y, alpha, mask, fix)
-        mask = data.mask.copy()
-        np.fill_diagonal(mask, True)
-        return FitData(data.Y, data.alpha, mask, data.fix)
 
 
 __all__ = ["DEFAULTS", "CommunityModel", "PoissonMF"]

@@ -18,7 +18,7 @@ import os
 import numpy as np
 from scipy import special
 
-from lppf._io import InputError, as_count_matrix
+from lppf.io import InputError, as_count_matrix
 
 _U53 = 2.0**-53
 

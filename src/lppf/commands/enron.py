@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from lppf._io import InputError, save_npz, write_text
 from lppf.enron.parse import EXCLUDED_FOLDERS, SENT_FOLDERS, Corpus, read_corpus
 from lppf.enron.source import CMU_SHA256, CMU_SIZE, CMU_URL, download, is_url, resolve
+from lppf.io import InputError, save_npz, write_text
 
 
 def _stem(output: str) -> Path:

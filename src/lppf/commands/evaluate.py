@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from lppf import metrics
-from lppf._io import InputError, as_count_matrix, load_json_entry, load_npz, require_key, write_text
+from lppf.io import InputError, as_count_matrix, load_json_entry, load_npz, require_key, write_text
 
 
 def _load_mask(path, shape) -> np.ndarray:

@@ -15,9 +15,9 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from lppf._io import InputError, load_npy, load_npz, require_key
 from lppf._numba import threads as numba_threads
 from lppf.estimators import DEFAULTS, CommunityModel, PoissonMF
+from lppf.io import InputError, load_npy, load_npz, require_key
 from lppf.results import INFERENCES, METHODS, MODELS
 
 ESTIMATORS = {"pmf": PoissonMF, "community": CommunityModel}
@@ -59,16 +59,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _blame(args: argparse.Namespace, message: str) -> str:
-    """Prefix a validation message with the file it concerns."""
-    for name in ("theta", "phi", "pi"):
-        if message.startswith(f"fix[{name!r}]"):
-            return f"{getattr(args, f'fix_{name}')}: {message}"
-    if message.startswith("mask") and args.mask is not None:
-        return f"{args.mask}: {message}"
-    if message.startswith(("Y", "alpha")):
-        return f"{args.input}: {message}"
-    return message
+OPTIONS = {"n_components": "--components", "n_iter": "--iterations"}
+
+
+def _blame(args: argparse.Namespace, exc: InputError) -> InputError:
+    """Name the file or option an estimator's error is about (``exc.param``)."""
+    param = exc.param or ""
+    if param in ("Y", "alpha"):
+        where = args.input
+    elif param == "mask" or param.startswith("fix_"):
+        where = getattr(args, param) or f"--{param.replace('_', '-')}"
+    elif param:
+        where = OPTIONS.get(param, f"--{param.replace('_', '-')}")
+    else:
+        return exc
+    return InputError(f"{where}: {exc}", param)
 
 
 def _load_input(path: Path, method: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -109,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         estimator.fit(Y, alpha=alpha, mask=mask, fix=fix or None)
     except InputError as exc:
-        raise InputError(_blame(args, str(exc))) from None
+        raise _blame(args, exc) from None
     estimator.save(args.output, input_path=args.input)
     print(f"{args.output}: {args.model} {args.method} {args.inference}, K={args.components}, "
           f"{estimator.n_iter_} iterations in {estimator.elapsed_['total']:.1f} s",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lppf._io import InputError, as_count_matrix, load_npy, load_npz, require_key, save_npz
+from lppf.io import InputError, as_count_matrix, load_npy, load_npz, require_key, save_npz
 from lppf.mechanisms import check_alpha, epsilon_to_alpha, privatize
 
 

@@ -6,12 +6,11 @@ Truth files are ``.npz`` with ``Y`` (true counts), ``mu`` (true rates), the fact
 from __future__ import annotations
 
 import argparse
-import os
 
 import numpy as np
 
 from lppf import synthetic
-from lppf._io import InputError, _atomic_target, as_count_matrix, load_npz, require_key, save_npz
+from lppf.io import InputError, as_count_matrix, load_npz, require_key, save_npy, save_npz
 
 
 def _rng(args) -> np.random.Generator:
@@ -63,32 +62,21 @@ def _noise_level(args) -> int:
             alpha = synthetic.mean_precision_alpha(Y, args.epsilon)
         except ValueError as exc:
             raise InputError(f"{args.truth}: {exc}") from None
-    _save_npy(args.output, alpha)
+    save_npy(args.output, alpha)
     print(f"{args.output}: alpha shape {alpha.shape}, mean {alpha.mean():.4f}")
     return 0
-
-
-def _save_npy(path, array: np.ndarray) -> None:
-    target, fd, tmp = _atomic_target(path, ".npy")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, array)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def _mask(args) -> int:
     Y = _true_counts(args.truth)
     mask = synthetic.top_actor_mask(Y, args.top)
-    _save_npy(args.output, mask)
+    save_npy(args.output, mask)
     print(f"{args.output}: {mask.sum()} of {mask.size} cells held out")
     return 0
 
 
 def _factor(args) -> int:
-    _save_npy(args.output, require_key(load_npz(args.truth), args.name, args.truth))
+    save_npy(args.output, require_key(load_npz(args.truth), args.name, args.truth))
     return 0
 
 

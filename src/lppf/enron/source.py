@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from lppf._io import InputError
+from lppf.io import InputError
 
 CMU_URL = "https://www.cs.cmu.edu/~enron/enron_mail_20150507.tar.gz"
 # Published size and SHA-256 of CMU_URL: to be filled. CMU publishes neither; we only verify
