@@ -54,3 +54,11 @@ def open_unit(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text}")
     return value
+
+
+def fraction(text: str) -> float:
+    """A number in (0, 1]."""
+    value = _number(float, text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {text}")
+    return value
