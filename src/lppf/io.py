@@ -67,6 +67,14 @@ def _missing(path: Path, what: str = "") -> InputError:
     return InputError(f"{path}: no such file{where}")
 
 
+def _open(path: Path, what: str = "") -> IO[bytes]:
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        where = f" ({what})" if what else ""
+        raise InputError(f"{path}: cannot read ({exc.strerror or _reason(exc)}){where}") from None
+
+
 def load_npz(path: PathLike) -> dict[str, Any]:
     """Load an ``.npz`` into a dict; a scipy sparse matrix saved by ``scipy.sparse.save_npz``
     comes back under key ``Y``. Every failure is an :class:`InputError` naming the file (and
@@ -74,23 +82,21 @@ def load_npz(path: PathLike) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise _missing(path)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except _READ_ERRORS as exc:
-        raise InputError(f"{path}: not a readable .npz file ({_reason(exc)})") from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise InputError(f"{path}: not an .npz archive (a single .npy array?)")
     data = {}
-    with loaded as z:
+    with _open(path) as fh:
         try:
-            names = z.files
-        except _READ_ERRORS as exc:  # pragma: no cover - caught by np.load in practice
+            loaded = np.load(fh, allow_pickle=False)
+        except _READ_ERRORS as exc:
             raise InputError(f"{path}: not a readable .npz file ({_reason(exc)})") from None
-        for key in names:
-            try:
-                data[key] = z[key]
-            except _READ_ERRORS as exc:
-                raise InputError(f"{path}: key {key!r} is unreadable ({_reason(exc)})") from None
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise InputError(f"{path}: not an .npz archive (a single .npy array?)")
+        with loaded as z:
+            for key in z.files:
+                try:
+                    data[key] = z[key]
+                except _READ_ERRORS as exc:
+                    raise InputError(f"{path}: key {key!r} is unreadable ({_reason(exc)})"
+                                     ) from None
     if {"format", "shape", "data"} <= data.keys() and "Y" not in data:
         data = {"Y": _sparse(path, data)}
     return data
@@ -110,13 +116,15 @@ def load_npy(path: PathLike, what: str) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise _missing(path, what)
-    try:
-        array = np.load(path, allow_pickle=False)
-    except _READ_ERRORS as exc:
-        raise InputError(f"{path}: not a readable .npy file ({what}: {_reason(exc)})") from None
-    if not isinstance(array, np.ndarray):
-        array.close()
-        raise InputError(f"{path}: not a readable .npy file ({what}: an .npz archive)")
+    with _open(path, what) as fh:
+        try:
+            array = np.load(fh, allow_pickle=False)
+        except _READ_ERRORS as exc:
+            raise InputError(f"{path}: not a readable .npy file ({what}: {_reason(exc)})"
+                             ) from None
+        if not isinstance(array, np.ndarray):
+            array.close()
+            raise InputError(f"{path}: not a readable .npy file ({what}: an .npz archive)")
     return array
 
 
@@ -157,7 +165,7 @@ def as_count_matrix(Y: Any, name: str = "Y", signed: bool = False) -> np.ndarray
             raise InputError(f"{name}: contains NaN or infinite values")
         if np.any(Y != np.round(Y)):
             raise InputError(f"{name}: contains non-integer values")
-    low, high = Y.min(), Y.max()
+    low, high = Y.min().item(), Y.max().item()  # Python numbers: no overflow
     if high >= COUNT_LIMIT or low <= -COUNT_LIMIT:
         worst = high if high >= -low else low
         raise InputError(f"{name}: counts must lie within +-2**31, got {worst:.6g}")
@@ -211,6 +219,19 @@ def _target(path: PathLike) -> Path:
     if target.is_dir():
         raise InputError(f"{path}: is a directory, cannot write a file there")
     return target
+
+
+def check_output(path: PathLike) -> None:
+    """Fail early (before a long computation) if ``path`` cannot be written."""
+    target = _target(path)
+    parent = next((p for p in (target.parent, *target.parent.parents) if p.exists()), None)
+    try:
+        if parent is None or not parent.is_dir():
+            raise NotADirectoryError(f"{parent} is not a directory")
+        with tempfile.TemporaryFile(dir=parent):  # removed on close, even if we are killed
+            pass
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write ({exc.strerror or _reason(exc)})") from None
 
 
 def _stage(path: PathLike, write: Callable[[IO[bytes]], None]) -> tuple[Path, Path]:
@@ -290,6 +311,6 @@ def write_text(path: PathLike, text: str) -> None:
     write_files([(path, text_writer(text))])
 
 
-__all__ = ["COUNT_LIMIT", "SEED_LIMIT", "InputError", "as_count_matrix", "check_seed",
-           "load_json_entry", "load_npy", "load_npz", "npz_writer", "require_key",
+__all__ = ["COUNT_LIMIT", "SEED_LIMIT", "InputError", "as_count_matrix", "check_output",
+           "check_seed", "load_json_entry", "load_npy", "load_npz", "npz_writer", "require_key",
            "save_npy", "save_npz", "text_writer", "write_files", "write_text"]

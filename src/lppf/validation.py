@@ -21,10 +21,23 @@ from lppf.results import INFERENCES, METHODS, MODELS, FitData
 PRIVATE = ("private", "private-collapsed")
 
 
+PRIOR_RANGE = (1e-8, 1e8)  # gamma prior shapes and rates outside it are degenerate
+
+
 def _int(name: str, value: Any, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
         raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}", name)
+    if value >= COUNT_LIMIT:
+        raise InputError(f"{name} must be below 2**31, got {value}", name)
     return int(value)
+
+
+def _prior(name: str, value: Any) -> None:
+    value = _float(name, value)
+    low, high = PRIOR_RANGE
+    if not low <= value <= high:
+        raise InputError(f"{name} = {value:g} lies outside [{low:g}, {high:g}] (a degenerate "
+                         "gamma prior)", name)
 
 
 def _float(name: str, value: Any, allow_zero: bool = False) -> float:
@@ -49,11 +62,8 @@ def check_params(*, method: str, inference: str, n_components: Any, a0: Any, b0:
         raise InputError(f"inference must be one of {', '.join(INFERENCES)}, "
                          f"got {inference!r}", "inference")
     _int("n_components", n_components)
-    if n_components >= COUNT_LIMIT:
-        raise InputError(f"n_components must be below 2**31, got {n_components}",
-                         "n_components")
-    _float("a0", a0)
-    _float("b0", b0)
+    _prior("a0", a0)
+    _prior("b0", b0)
     _int("n_iter", n_iter)
     _float("tol", tol, allow_zero=True)
     _int("restarts", restarts)
@@ -137,9 +147,10 @@ def _count_matrix(Y: Any, signed: bool) -> np.ndarray:
         raise InputError(str(exc), "Y") from None
 
 
-def _check_memory(shape: tuple[int, int], n_components: int, n_saved: int) -> None:
+def _check_memory(model: str, shape: tuple[int, int], n_components: int, n_saved: int) -> None:
     """Refuse a fit whose factors and saved samples cannot fit in this machine's memory."""
-    need = 8.0 * n_components * (shape[0] + shape[1] + n_components) * (n_saved + 8)
+    per_sample = sum(a * b for a, b in factor_shapes(model, shape, n_components).values())
+    need = 8.0 * per_sample * (n_saved + 8)
     try:
         have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):  # pragma: no cover - not on POSIX
@@ -188,7 +199,7 @@ def fit_data(model: str, method: str, Y: Any, alpha: Any = None, mask: Any = Non
     if method != "naive" and noiseless.any():
         d, v = np.argwhere(noiseless)[0]
         raise InputError(f"Y[{d}, {v}] = {Y[d, v]} < 0 in a cell with alpha = 0 (no noise)", "Y")
-    _check_memory(Y.shape, int(n_components), n_saved)
+    _check_memory(model, Y.shape, int(n_components), n_saved)
     return FitData(Y, alpha, mask, _fix(model, fix, Y.shape, n_components))
 
 

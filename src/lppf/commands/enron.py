@@ -17,13 +17,14 @@ import pandas as pd
 from lppf.commands._types import fraction, nonnegative_int, positive_int, seed
 from lppf.enron.parse import EXCLUDED_FOLDERS, SENT_FOLDERS, Corpus, read_corpus
 from lppf.enron.source import CMU_SHA256, CMU_SIZE, CMU_URL, download, is_url, resolve
-from lppf.io import InputError, npz_writer, text_writer, write_files
+from lppf.io import InputError, check_output, npz_writer, text_writer, write_files
 
 
 def _stem(output: str) -> Path:
     path = Path(output)
     if path.suffix != ".npz":
         raise InputError(f"{output}: output must end in .npz")
+    check_output(path)
     return path.with_suffix("")
 
 

@@ -76,7 +76,8 @@ def evaluate(args) -> dict:
     Y = as_count_matrix(require_key(truth, "Y", args.truth), name=f"{args.truth}: Y")
     mu_hat = np.asarray(require_key(fit, "mu_hat", args.fit))
     if mu_hat.shape != Y.shape:
-        raise InputError(f"{args.fit}: mu_hat shape {mu_hat.shape} differs from Y {Y.shape}")
+        raise InputError(f"{args.fit}: mu_hat shape {mu_hat.shape} differs from Y {Y.shape} "
+                         f"in {args.truth}")
     mu_hat = _array(fit, "mu_hat", args.fit, Y.shape)
     if args.model == "community" and Y.shape[0] != Y.shape[1]:
         raise InputError(f"{args.truth}: Y: the community model needs a square matrix, "

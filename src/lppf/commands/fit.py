@@ -17,7 +17,7 @@ import numpy as np
 
 from lppf._numba import threads as numba_threads
 from lppf.estimators import DEFAULTS, CommunityModel, PoissonMF
-from lppf.io import InputError, load_npy, load_npz, require_key
+from lppf.io import InputError, check_output, load_npy, load_npz, require_key
 from lppf.results import INFERENCES, METHODS, MODELS
 
 ESTIMATORS = {"pmf": PoissonMF, "community": CommunityModel}
@@ -101,7 +101,7 @@ def _threads_line(requested: int | None) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.threads is not None and args.threads < 1:
         raise InputError(f"--threads must be >= 1, got {args.threads}")
-    print(_threads_line(args.threads), file=sys.stderr, flush=True)
+    check_output(args.output)
     Y, alpha = _load_input(args.input, args.method)
     mask = None if args.mask is None else load_npy(args.mask, "--mask")
     fix = {name: load_npy(path, f"--fix-{name}") for name in ("theta", "phi", "pi")
@@ -111,7 +111,10 @@ def run(args: argparse.Namespace) -> int:
         b0=args.b0, n_iter=args.iterations, burnin=args.burnin, thin=args.thin, tol=args.tol,
         restarts=args.restarts, seed=args.seed, threads=args.threads,
         progress=not args.quiet and sys.stderr.isatty())
-    try:
+    try:  # checked before anything is printed: bad input gives one line only
+        estimator._check_params()
+        estimator._check_data(Y, alpha, mask, fix or None)
+        print(_threads_line(args.threads), file=sys.stderr, flush=True)
         estimator.fit(Y, alpha=alpha, mask=mask, fix=fix or None)
     except InputError as exc:
         raise _blame(args, exc) from None

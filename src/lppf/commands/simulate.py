@@ -30,9 +30,11 @@ def _check_size(options: str, cells: int) -> None:
 def _generate(make, *args):
     """Run a generator; numpy's refusals (rates too large, ...) become one-line errors."""
     try:
-        truth = make(*args)
+        with np.errstate(over="ignore", invalid="ignore"):
+            truth = make(*args)
     except (ValueError, OverflowError) as exc:
-        raise InputError(f"cannot simulate with these settings ({exc})") from None
+        raise InputError(f"cannot simulate with these settings ({exc}): lower --shape, --rate "
+                         "or the sizes") from None
     as_count_matrix(truth["Y"], "simulated counts Y (lower --shape, --rate or the sizes)")
     return truth
 
