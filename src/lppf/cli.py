@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from lppf import __version__
+import lppf
 from lppf.io import InputError
 
 COMMANDS = ("privatize", "fit", "enron", "simulate", "evaluate")
@@ -27,10 +27,18 @@ class Parser(argparse.ArgumentParser):
         raise InputError(f"{where}: {message}" if where else message)
 
 
+class _Version(argparse.Action):
+    """``--version``: the package version is looked up only when asked for."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"lppf {lppf.__version__}")
+        parser.exit()
+
+
 def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     """The parser with the given sub-commands registered (each imports its module)."""
     parser = Parser(prog="lppf", description="Locally private Bayesian Poisson factorization.")
-    parser.add_argument("--version", action="version", version=f"lppf {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in commands:
         importlib.import_module(f"lppf.commands.{name}").register(sub)
