@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from lppf._io import InputError
 from lppf.cavi import fit_cavi
+from lppf.io import InputError
 from lppf.results import FitData
 
 SETTINGS = {"a0": 0.3, "b0": 0.3, "restarts": 1}

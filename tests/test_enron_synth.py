@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lppf._io import load_npz
 from lppf.cli import main
 from lppf.enron.docterm import build_docterm
 from lppf.enron.parse import read_corpus
 from lppf.enron.synth import write_synthetic_maildir
+from lppf.io import load_npz
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from lppf._io import InputError
 from lppf.estimators import DEFAULTS, CommunityModel, PoissonMF
+from lppf.io import InputError
 
 FAST = {"max_iter": 12, "burnin": 4, "thin": 4, "random_state": 0}
 

@@ -8,8 +8,8 @@ import pytest
 from geweke import assert_geweke, geweke_z
 from numba import njit
 
-from lppf._io import InputError
 from lppf._numba import threads
+from lppf.io import InputError
 from lppf.mcmc import community as cm
 from lppf.results import FitData
 

@@ -9,7 +9,7 @@ from gof import chisquare_pvalue
 from scipy import stats
 
 from lppf import mechanisms as M
-from lppf._io import InputError
+from lppf.io import InputError
 
 P_MIN = 0.01
 

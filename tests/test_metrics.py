@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 
 from lppf import metrics
-from lppf._io import save_npz
 from lppf.cli import main
+from lppf.io import save_npz
 
 P_MIN = 0.01
 

@@ -17,8 +17,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer
 
 from lppf import CommunityModel, PoissonMF, privatize
-from lppf._io import InputError
 from lppf.estimators import DEFAULTS
+from lppf.io import InputError
 from lppf.likelihood import privatized_logpmf
 
 CAVI = {"inference": "cavi", "max_iter": 200, "random_state": 0}
@@ -72,7 +72,7 @@ def test_params_are_sklearn_params():
     copy = clone(est)
     assert copy is not est and copy.max_iter == 50 and copy.alpha == 0.5
     assert repr(PoissonMF(3, max_iter=50)) == "PoissonMF(max_iter=50, n_components=3)"
-    with pytest.raises(InputError, match="random_state must be an integer >= 0"):
+    with pytest.raises(InputError, match=r"random_state must be an integer in \[0, 2\*\*63\)"):
         PoissonMF(2, random_state="x", **{k: v for k, v in CAVI.items()
                                           if k != "random_state"}).fit(np.ones((3, 3)))
 

@@ -38,8 +38,7 @@ COMMUNITY = {
     **{name: KERNEL for name in (
         "check_estimators_overwrite_params",
         "check_pipeline_consistency", "check_estimators_pickle",
-        "check_positive_only_tag_during_fit", "check_estimators_nan_inf",
-        "check_estimators_empty_data_messages")},
+        "check_positive_only_tag_during_fit")},
     "check_complex_data": KERNEL,
     "check_methods_subset_invariance": (
         "CAVI stops on the relative change of the whole batch, so a subset of new actors can "

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from lppf import synthetic
-from lppf._io import save_npz
 from lppf.cli import main
+from lppf.io import save_npz
 
 P_MIN = 0.01
 

@@ -1,4 +1,10 @@
-"""The ``lppf`` command line: one sub-command per module in :mod:`lppf.commands`."""
+"""The ``lppf`` command line: one sub-command per module in :mod:`lppf.commands`.
+
+Only the module of the sub-command being run is imported, so ``lppf fit`` does not pay for
+pandas, gensim or matplotlib. Bad input of any kind (options, files, values) prints one line
+``lppf: error: ...`` and exits with status 2; an interrupt (Ctrl-C) prints one line and exits
+with status 130. Outputs are written atomically, so neither leaves a file behind.
+"""
 
 from __future__ import annotations
 
@@ -7,38 +13,60 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from lppf import __version__
-from lppf._io import InputError
+import lppf
+from lppf.io import InputError
 
 COMMANDS = ("privatize", "fit", "enron", "simulate", "evaluate")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="lppf", description="Locally private Bayesian Poisson factorization."
-    )
-    parser.add_argument("--version", action="version", version=f"lppf {__version__}")
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are :class:`InputError` (one line, no usage block)."""
+
+    def error(self, message: str):
+        where = self.prog.removeprefix("lppf").strip()
+        raise InputError(f"{where}: {message}" if where else message)
+
+
+class _Version(argparse.Action):
+    """``--version``: the package version is looked up only when asked for."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"lppf {lppf.__version__}")
+        parser.exit()
+
+
+def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The parser with the given sub-commands registered (each imports its module)."""
+    parser = Parser(prog="lppf", description="Locally private Bayesian Poisson factorization.")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"lppf.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"lppf.commands.{name}":
-                raise
-            continue
-        module.register(sub)
+    for name in commands:
+        importlib.import_module(f"lppf.commands.{name}").register(sub)
     return parser
+
+
+def _requested(argv: Sequence[str]) -> tuple[str, ...]:
+    """The sub-command named in ``argv`` if there is a valid one, else all of them."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return (first,) if first in COMMANDS else COMMANDS
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point. Bad input exits with status 2 and one line ``lppf: error: ...``."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     try:
+        args = build_parser(_requested(argv)).parse_args(argv)
         return int(args.func(args) or 0)
     except InputError as exc:
         print(f"lppf: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("lppf: error: out of memory (the problem is too large for this machine)",
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lppf: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

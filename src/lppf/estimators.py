@@ -7,7 +7,8 @@
 
 The estimators are scikit-learn estimators (``clone``, ``get_params``, ``Pipeline``,
 ``GridSearchCV``). ``__init__`` only stores its arguments; :meth:`fit` validates them and the
-data (raising :class:`lppf._io.InputError` with a one-line message), runs the backend
+data with :mod:`lppf.validation` (raising :class:`lppf.io.InputError` with a one-line
+message), runs the backend
 (:mod:`lppf.mcmc` or :mod:`lppf.cavi`) and copies the :class:`lppf.results.FitResult` into
 attributes ending in ``_``. :data:`DEFAULTS` holds every default, shared with ``lppf fit``.
 """
@@ -15,7 +16,6 @@ attributes ending in ``_``. :data:`DEFAULTS` holds every default, shared with ``
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from typing import Any
@@ -24,10 +24,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from lppf._io import InputError, as_count_matrix, save_npz
 from lppf._numba import threads as numba_threads
-from lppf.mechanisms import check_alpha
-from lppf.results import INFERENCES, METHODS, FitData, FitResult
+from lppf.io import InputError, save_npz
+from lppf.results import FitData, FitResult
+from lppf.validation import check_params, factor_shapes, fit_data
 
 DEFAULTS: dict[str, Any] = {
     "n_components": 10,
@@ -45,47 +45,6 @@ DEFAULTS: dict[str, Any] = {
     "verbose": False,  # progress bar
     "alpha": None,  # noise level used when fit/transform/score get no ``alpha``
 }
-
-
-def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _positive_float(name: str, value: Any, allow_zero: bool = False) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise InputError(f"{name} must be finite and {'>=' if allow_zero else '>'} 0, "
-                         f"got {value!r}")
-    return value
-
-
-def _as_alpha(alpha: Any, shape: tuple[int, int]) -> np.ndarray:
-    """alpha as a 2-d float64 array of shape (1, 1), (n_rows, 1) or ``shape``."""
-    alpha = np.array(check_alpha(alpha), dtype=np.float64)
-    if alpha.ndim == 0:
-        return alpha.reshape(1, 1)
-    if alpha.ndim == 1 and len(alpha) == shape[0]:
-        return alpha[:, None]
-    if alpha.ndim == 2 and alpha.shape in ((1, 1), (shape[0], 1), shape):
-        return alpha
-    raise InputError(f"alpha: shape {alpha.shape} does not fit counts of shape {shape} "
-                     "(use a scalar, one value per row or one per cell)")
-
-
-def _as_mask(mask: Any, shape: tuple[int, int]) -> np.ndarray:
-    if mask is None:
-        return np.zeros(shape, dtype=bool)
-    mask = np.asarray(mask)
-    if mask.dtype != bool and not (mask.dtype.kind in "iu" and np.isin(mask, (0, 1)).all()):
-        raise InputError(f"mask: expected a boolean (or 0/1) array, got dtype {mask.dtype}")
-    if mask.shape != shape:
-        raise InputError(f"mask: shape {mask.shape} does not match counts of shape {shape}")
-    return mask.astype(bool)
 
 
 class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -118,68 +77,23 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.verbose = verbose
         self.alpha = alpha
 
-    # -- validation
+    # -- validation (lppf.validation)
     def _check_params(self) -> None:
-        if self.method not in METHODS:
-            raise InputError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
-        if self.inference not in INFERENCES:
-            raise InputError(f"inference must be one of {', '.join(INFERENCES)}, "
-                             f"got {self.inference!r}")
-        _positive_int("n_components", self.n_components)
-        _positive_float("a0", self.a0)
-        _positive_float("b0", self.b0)
-        _positive_int("max_iter", self.max_iter)
-        _positive_float("tol", self.tol, allow_zero=True)
-        _positive_int("restarts", self.restarts)
-        if self.threads is not None:
-            _positive_int("threads", self.threads)
-        if self.random_state is not None and not isinstance(self.random_state,
-                                                             np.random.Generator):
-            _positive_int("random_state", self.random_state, minimum=0)
-        if self.inference == "mcmc":
-            _positive_int("burnin", self.burnin, minimum=0)
-            _positive_int("thin", self.thin)
-            if self.max_iter - self.burnin < self.thin:
-                raise InputError(f"max_iter ({self.max_iter}) must exceed burnin ({self.burnin}) "
-                                 f"by at least thin ({self.thin}) to keep one sample")
+        check_params(method=self.method, inference=self.inference,
+                     n_components=self.n_components, a0=self.a0, b0=self.b0,
+                     max_iter=self.max_iter, burnin=self.burnin, thin=self.thin, tol=self.tol,
+                     restarts=self.restarts, random_state=self.random_state,
+                     threads=self.threads)
 
     def _factor_shapes(self, shape: tuple[int, int]) -> dict[str, tuple[int, int]]:
-        raise NotImplementedError
+        return factor_shapes(self._model, shape, self.n_components)
 
-    def _check_fix(self, fix: dict | None, shape: tuple[int, int]) -> dict[str, np.ndarray]:
-        expected = self._factor_shapes(shape)
-        out = {}
-        for name, value in (fix or {}).items():
-            if name not in expected:
-                raise InputError(f"fix: unknown factor {name!r} (choose from "
-                                 f"{', '.join(expected)})")
-            value = np.asarray(value, dtype=np.float64)
-            if value.shape != expected[name]:
-                raise InputError(f"fix[{name!r}]: shape {value.shape}, expected "
-                                 f"{expected[name]}")
-            if not np.all(np.isfinite(value)) or np.any(value <= 0):
-                raise InputError(f"fix[{name!r}]: values must be finite and > 0")
-            out[name] = np.ascontiguousarray(value)
-        if len(out) == len(expected):
-            raise InputError("fix: cannot hold every factor fixed")
-        return out
-
-    def _check_data(self, Y: Any, alpha: Any, mask: Any, fix: dict | None) -> FitData:
-        private = self.method != "nonprivate"
-        Y = as_count_matrix(Y, "Y", signed=private)
-        if 0 in Y.shape:
-            what = "sample" if Y.shape[0] == 0 else "feature"
-            raise InputError(f"Y: found array with 0 {what}(s) (shape={Y.shape}) while a "
-                             "minimum of 1 is required.")
-        if self.method in ("private", "private-collapsed") and alpha is None:
-            raise InputError(f"alpha is required for method {self.method!r}")
-        alpha = np.zeros((1, 1)) if alpha is None or not private else _as_alpha(alpha, Y.shape)
-        mask = _as_mask(mask, Y.shape)
-        noiseless = np.broadcast_to(alpha == 0, Y.shape) & (Y < 0) & ~mask
-        if self.method != "naive" and noiseless.any():
-            d, v = np.argwhere(noiseless)[0]
-            raise InputError(f"Y[{d}, {v}] = {Y[d, v]} < 0 in a cell with alpha = 0 (no noise)")
-        return FitData(Y, alpha, mask, self._check_fix(fix, Y.shape))
+    def _check_data(self, Y: Any, alpha: Any, mask: Any, fix: dict | None,
+                    model: str | None = None) -> FitData:
+        n_saved = (max((int(self.max_iter) - int(self.burnin)) // int(self.thin), 1)
+                   if self.inference == "mcmc" else 1)
+        return fit_data(model or self._model, self.method, Y, alpha, mask, fix,
+                        n_components=self.n_components, n_saved=n_saved)
 
     # -- fitting
     def fit(self, Y: Any, y: None = None, *, alpha: Any = None, mask: Any = None,
@@ -271,11 +185,11 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     def _check_new(self, Y: Any, alpha: Any, mask: Any = None) -> FitData:
         """Validate new rows against the fit: (n_new, n_features_in_) counts."""
         check_is_fitted(self)
-        data = _PoissonFactorization._check_data(self, Y, self._alpha(alpha), mask, None)
+        data = self._check_data(Y, self._alpha(alpha), mask, None, model="pmf")
         try:
             validate_data(self, Y, reset=False, skip_check_array=True)
         except ValueError as exc:
-            raise InputError(f"Y: {exc}") from None
+            raise InputError(f"Y: {exc}", "Y") from None
         return data
 
     def _fold_in(self, data: FitData) -> FitResult:
@@ -371,10 +285,6 @@ class PoissonMF(_PoissonFactorization):
     _model = "pmf"
     _factors = ("theta", "phi")
 
-    def _factor_shapes(self, shape):
-        K = int(self.n_components)
-        return {"theta": (shape[0], K), "phi": (K, shape[1])}
-
     def _components(self) -> np.ndarray:
         return self.phi_
 
@@ -395,10 +305,6 @@ class CommunityModel(_PoissonFactorization):
     _model = "community"
     _factors = ("theta", "pi")
 
-    def _factor_shapes(self, shape):
-        C = int(self.n_components)
-        return {"theta": (shape[0], C), "pi": (C, C)}
-
     def __sklearn_tags__(self):
         """``pairwise``: cross-validation splits actors, fitting on Y[train][:, train] and
         scoring the held-out actors' rows to the fitted ones, Y[test][:, train]."""
@@ -411,15 +317,6 @@ class CommunityModel(_PoissonFactorization):
             Theta_SVC, Pi_SCC = self.samples_["theta"], self.samples_["pi"]
             return np.mean(Pi_SCC @ Theta_SVC.transpose(0, 2, 1), axis=0)
         return self.pi_ @ self.theta_.T
-
-    def _check_data(self, Y, alpha, mask, fix):
-        shape = np.shape(Y)
-        if len(shape) != 2 or shape[0] != shape[1]:
-            raise InputError(f"Y: the community model needs a square matrix, got shape {shape}")
-        data = super()._check_data(Y, alpha, mask, fix)
-        mask = data.mask.copy()
-        np.fill_diagonal(mask, True)
-        return FitData(data.Y, data.alpha, mask, data.fix)
 
 
 __all__ = ["DEFAULTS", "CommunityModel", "PoissonMF"]

@@ -16,9 +16,8 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from scipy import special
 
-from lppf._io import InputError, as_count_matrix
+from lppf.io import InputError, as_count_matrix
 
 _U53 = 2.0**-53
 
@@ -73,6 +72,8 @@ def alpha_to_epsilon(alpha, precision) -> np.ndarray:
 
 def noise_logpmf(tau, alpha) -> np.ndarray:
     """log P(tau) = log((1 - alpha)/(1 + alpha)) + |tau| log(alpha) of 2Geo(alpha), broadcast."""
+    from scipy import special  # here, so that importing this module stays cheap
+
     alpha = check_alpha(alpha)
     return (np.log1p(-alpha) - np.log1p(alpha) + special.xlogy(np.abs(tau), alpha))[()]
 

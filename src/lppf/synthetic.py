@@ -2,7 +2,7 @@
 
 Every generator takes a numpy ``Generator`` and returns a dict with the true counts ``Y``,
 the true rates ``mu`` and the factors that made them (``theta``, ``phi`` or ``pi``), ready for
-:func:`lppf._io.save_npz`. Gamma(shape, rate) throughout.
+:func:`lppf.io.save_npz`. Gamma(shape, rate) throughout.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lppf._io import write_text
+from lppf.io import write_text
 from lppf.metrics import benchmark_seconds
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import seaborn as sns
 
 from lppf import metrics
-from lppf._io import load_npz
+from lppf.io import load_npz
 
 PRIVACY = {"alpha": "alpha", "eps_n": "eps / N", "eps_mean": "eps (N = mean y)",
            "beta_mean": "mean alpha_d"}

@@ -4,7 +4,7 @@ import sys
 
 import pandas as pd
 
-from lppf._io import write_text
+from lppf.io import write_text
 
 KEYS = ["experiment", "model", "method", "inference", "fix", "K", "setting", "grid"]
 PARAMETERS = ["e0", "heldout", "alpha", "eps_n", "eps_mean", "beta_mean"]

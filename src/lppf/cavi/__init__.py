@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lppf._io import InputError
+from lppf.io import InputError
 from lppf.results import METHODS, MODELS, FitData, FitResult
 
 FACTOR_SHAPES = {"pmf": {"theta": ("rows", "k"), "phi": ("k", "cols")},

@@ -3,6 +3,7 @@
 Outputs of ``network OUTPUT.npz``: ``Y`` (V x V) in OUTPUT.npz, ``<stem>.actors.csv`` and
 ``<stem>.summary.csv``. Outputs of ``docterm OUTPUT.npz``: ``Y`` (D x V), ``<stem>.vocab.txt``,
 ``<stem>.documents.csv`` and ``<stem>.summary.csv``; ``<stem>`` is OUTPUT without ``.npz``.
+The outputs of one run are written all or none.
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from lppf._io import InputError, save_npz, write_text
+from lppf.commands._types import fraction, nonnegative_int, positive_int, seed
 from lppf.enron.parse import EXCLUDED_FOLDERS, SENT_FOLDERS, Corpus, read_corpus
 from lppf.enron.source import CMU_SHA256, CMU_SIZE, CMU_URL, download, is_url, resolve
+from lppf.io import InputError, check_output, npz_writer, text_writer, write_files
 
 
 def _stem(output: str) -> Path:
     path = Path(output)
     if path.suffix != ".npz":
         raise InputError(f"{output}: output must end in .npz")
+    check_output(path)
     return path.with_suffix("")
 
 
@@ -47,10 +50,13 @@ def run_network(args: argparse.Namespace) -> int:
     stem = _stem(args.output)
     corpus = _read(args, lambda raw: False)
     Y_VV, actors = build_network(corpus.emails, args.min_sent, args.min_total)
+    if Y_VV.shape[0] < 2:
+        raise InputError(f"{args.source}: {Y_VV.shape[0]} actor(s) pass --min-sent "
+                         f"{args.min_sent} and --min-total {args.min_total}; need at least 2")
     summary = Counter({"actors": Y_VV.shape[0], "sender-recipient counts in Y": int(Y_VV.sum())})
-    write_text(f"{stem}.actors.csv", actors.to_csv(index=False))
-    write_text(f"{stem}.summary.csv", _summary_csv(corpus.summary, summary))
-    save_npz(args.output, Y=Y_VV)
+    write_files([(f"{stem}.actors.csv", text_writer(actors.to_csv(index=False))),
+                 (f"{stem}.summary.csv", text_writer(_summary_csv(corpus.summary, summary))),
+                 (args.output, npz_writer(Y=Y_VV))])
     print(f"{args.output}: {Y_VV.shape[0]} actors, {int(Y_VV.sum())} sender-recipient counts")
     return 0
 
@@ -63,10 +69,13 @@ def run_docterm(args: argparse.Namespace) -> int:
     Y_DV, vocab, documents, summary = build_docterm(
         corpus.emails, args.n_docs, args.n_words, args.min_tokens, args.max_df, args.min_df,
         args.seed)
-    write_text(f"{stem}.vocab.txt", "".join(f"{w}\n" for w in vocab))
-    write_text(f"{stem}.documents.csv", documents.to_csv(index=False))
-    write_text(f"{stem}.summary.csv", _summary_csv(corpus.summary, summary))
-    save_npz(args.output, Y=Y_DV)
+    if Y_DV.size == 0:
+        raise InputError(f"{args.source}: no document is left after the vocabulary "
+                         f"(D x V = {Y_DV.shape[0]} x {Y_DV.shape[1]})")
+    write_files([(f"{stem}.vocab.txt", text_writer("".join(f"{w}\n" for w in vocab))),
+                 (f"{stem}.documents.csv", text_writer(documents.to_csv(index=False))),
+                 (f"{stem}.summary.csv", text_writer(_summary_csv(corpus.summary, summary))),
+                 (args.output, npz_writer(Y=Y_DV))])
     print(f"{args.output}: {Y_DV.shape[0]} documents x {Y_DV.shape[1]} words")
     return 0
 
@@ -104,7 +113,7 @@ def _source_options(p: argparse.ArgumentParser) -> None:
 
 def _verify_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sha256", default=CMU_SHA256, help="expected SHA-256 of a download")
-    p.add_argument("--size", type=int, default=CMU_SIZE, help="expected size in bytes")
+    p.add_argument("--size", type=positive_int, default=CMU_SIZE, help="expected size in bytes")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -114,19 +123,23 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("network", help="sender-recipient count matrix Y (V x V)")
     _source_options(p)
-    p.add_argument("--min-sent", type=int, default=1, help="keep actors who sent >= this")
-    p.add_argument("--min-total", type=int, default=100,
+    p.add_argument("--min-sent", type=nonnegative_int, default=1,
+                   help="keep actors who sent >= this")
+    p.add_argument("--min-total", type=nonnegative_int, default=100,
                    help="... and sent + received >= this (default: %(default)s)")
     p.set_defaults(func=run_network)
 
     p = sub.add_parser("docterm", help="document-term count matrix Y (D x V)")
     _source_options(p)
-    p.add_argument("--n-docs", type=int, default=1000, help="documents D (default: %(default)s)")
-    p.add_argument("--n-words", type=int, default=1400, help="vocabulary V (default: %(default)s)")
-    p.add_argument("--min-tokens", type=int, default=50, help="tokens per document, at least")
-    p.add_argument("--max-df", type=float, default=0.3, help="max document frequency fraction")
-    p.add_argument("--min-df", type=int, default=2, help="min document frequency (count)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the document sample")
+    p.add_argument("--n-docs", type=positive_int, default=1000,
+                   help="documents D (default: %(default)s)")
+    p.add_argument("--n-words", type=positive_int, default=1400,
+                   help="vocabulary V (default: %(default)s)")
+    p.add_argument("--min-tokens", type=nonnegative_int, default=50,
+                   help="tokens per document, at least")
+    p.add_argument("--max-df", type=fraction, default=0.3, help="max document frequency fraction")
+    p.add_argument("--min-df", type=positive_int, default=2, help="min document frequency (count)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the document sample")
     p.set_defaults(func=run_docterm)
 
     p = sub.add_parser("download", help="resumable, verified download of the corpus tarball")
@@ -137,10 +150,10 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("synth-maildir", help="write a small synthetic maildir (offline stand-in)")
     p.add_argument("output_dir", metavar="OUTPUT_DIR")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--people", type=int, default=40)
-    p.add_argument("--owners", type=int, default=10, help="people with a mailbox")
-    p.add_argument("--emails", type=int, default=2000, help="unique emails")
-    p.add_argument("--topics", type=int, default=6)
-    p.add_argument("--words-per-topic", type=int, default=50)
+    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--people", type=positive_int, default=40)
+    p.add_argument("--owners", type=positive_int, default=10, help="people with a mailbox")
+    p.add_argument("--emails", type=positive_int, default=2000, help="unique emails")
+    p.add_argument("--topics", type=positive_int, default=6)
+    p.add_argument("--words-per-topic", type=positive_int, default=50)
     p.set_defaults(func=run_synth)

@@ -15,16 +15,34 @@ import math
 import numpy as np
 
 from lppf import metrics
-from lppf._io import InputError, as_count_matrix, load_json_entry, load_npz, require_key, write_text
+from lppf.commands import _types
+from lppf.io import (
+    InputError,
+    as_count_matrix,
+    load_json_entry,
+    load_npy,
+    load_npz,
+    require_key,
+    write_text,
+)
+
+
+def _array(data: dict, key: str, path, shape: tuple[int, ...]) -> np.ndarray:
+    """``data[key]`` as a finite float array of ``shape``, else one line naming file and key."""
+    value = np.asarray(require_key(data, key, path))
+    if value.dtype.kind not in "biuf" or value.shape != shape:
+        raise InputError(f"{path}: {key} has shape {value.shape} and dtype {value.dtype}, "
+                         f"expected numbers of shape {shape}")
+    if not np.all(np.isfinite(value)):
+        raise InputError(f"{path}: {key} contains NaN or infinite values")
+    return value.astype(float)
 
 
 def _load_mask(path, shape) -> np.ndarray:
-    try:
-        mask = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a readable .npy file ({exc})") from None
-    if mask.shape != shape:
-        raise InputError(f"{path}: mask shape {mask.shape} differs from Y {shape}")
+    mask = load_npy(path, "--mask")
+    if mask.shape != shape or mask.dtype.kind not in "biu":
+        raise InputError(f"{path}: mask shape {mask.shape} (dtype {mask.dtype}) differs from "
+                         f"Y {shape}")
     return mask.astype(bool)
 
 
@@ -56,12 +74,18 @@ def evaluate(args) -> dict:
     fit = load_npz(args.fit)
     truth = load_npz(args.truth)
     Y = as_count_matrix(require_key(truth, "Y", args.truth), name=f"{args.truth}: Y")
-    mu_hat = np.asarray(require_key(fit, "mu_hat", args.fit), dtype=float)
+    mu_hat = np.asarray(require_key(fit, "mu_hat", args.fit))
     if mu_hat.shape != Y.shape:
-        raise InputError(f"{args.fit}: mu_hat shape {mu_hat.shape} differs from Y {Y.shape}")
+        raise InputError(f"{args.fit}: mu_hat shape {mu_hat.shape} differs from Y {Y.shape} "
+                         f"in {args.truth}")
+    mu_hat = _array(fit, "mu_hat", args.fit, Y.shape)
+    if args.model == "community" and Y.shape[0] != Y.shape[1]:
+        raise InputError(f"{args.truth}: Y: the community model needs a square matrix, "
+                         f"got shape {Y.shape}")
     cells = ~np.eye(*Y.shape, dtype=bool) if args.model == "community" else None
     out = {"mae_y": metrics.mae(mu_hat, Y, cells)}
     if "mu" in truth:
+        _array(truth, "mu", args.truth, Y.shape)
         out["mae_mu"] = metrics.mae(mu_hat, truth["mu"], cells)
         out["kl"] = metrics.poisson_kl(truth["mu"], mu_hat, cells)
     observed = np.ones(Y.shape, bool) if cells is None else cells.copy()
@@ -71,11 +95,18 @@ def evaluate(args) -> dict:
         observed &= ~mask
     if args.coherence:
         phi = fit["phi_samples"] if "phi_samples" in fit else require_key(fit, "phi", args.fit)
+        if phi.ndim not in (2, 3) or phi.shape[-1] != Y.shape[1] or phi.dtype.kind not in "iuf":
+            raise InputError(f"{args.fit}: phi shape {phi.shape} does not fit Y {Y.shape}")
         out.update(metrics.topic_quality(Y, phi))
     if args.privatized:
         private = load_npz(args.privatized)
-        for key in ("Y_noisy", "alpha"):
-            require_key(private, key, args.privatized)
+        _array(private, "Y_noisy", args.privatized, Y.shape)
+        alpha = np.asarray(require_key(private, "alpha", args.privatized))
+        try:
+            np.broadcast_to(alpha, Y.shape)
+        except ValueError:
+            raise InputError(f"{args.privatized}: alpha shape {alpha.shape} does not fit Y "
+                             f"{Y.shape}") from None
         out["coverage90"] = coverage(args.model, fit, private, Y, observed, args.coverage_cells,
                                      np.random.default_rng(args.seed))
     config = load_json_entry(fit, "config") if "config" in fit else {}
@@ -111,10 +142,10 @@ def register(subparsers) -> None:
     p.add_argument("--model", choices=("pmf", "community"), required=True)
     p.add_argument("--mask", help="held-out mask .npy (True = held out)")
     p.add_argument("--privatized", help="privatized .npz (Y_noisy, alpha): adds coverage90")
-    p.add_argument("--coverage-cells", type=int, default=500,
+    p.add_argument("--coverage-cells", type=_types.positive_int, default=500,
                    help="random cells used for coverage90 (default 500)")
     p.add_argument("--coherence", action="store_true", help="add NPMI and UMass of the topics")
-    p.add_argument("--seed", type=int, default=0, help="seed of the coverage cell draw")
+    p.add_argument("--seed", type=_types.seed, default=0, help="seed of the coverage cell draw")
     p.add_argument("--label", type=_label, action="append", default=[], metavar="KEY=VALUE",
                    help="copied into the output row (repeatable)")
     p.set_defaults(func=run)

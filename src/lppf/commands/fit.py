@@ -15,9 +15,9 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from lppf._io import InputError, load_npy, load_npz, require_key
 from lppf._numba import threads as numba_threads
 from lppf.estimators import DEFAULTS, CommunityModel, PoissonMF
+from lppf.io import InputError, check_output, load_npy, load_npz, require_key
 from lppf.results import INFERENCES, METHODS, MODELS
 
 ESTIMATORS = {"pmf": PoissonMF, "community": CommunityModel}
@@ -59,16 +59,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _blame(args: argparse.Namespace, message: str) -> str:
-    """Prefix a validation message with the file it concerns."""
-    for name in ("theta", "phi", "pi"):
-        if message.startswith(f"fix[{name!r}]"):
-            return f"{getattr(args, f'fix_{name}')}: {message}"
-    if message.startswith("mask") and args.mask is not None:
-        return f"{args.mask}: {message}"
-    if message.startswith(("Y", "alpha")):
-        return f"{args.input}: {message}"
-    return message
+OPTIONS = {"n_components": "--components", "max_iter": "--iterations",
+           "random_state": "--seed"}
+
+
+def _blame(args: argparse.Namespace, exc: InputError) -> InputError:
+    """Name the file or option an estimator's error is about (``exc.param``)."""
+    param = exc.param or ""
+    if param in ("Y", "alpha"):
+        where = args.input
+    elif param == "mask" or param.startswith("fix_"):
+        where = getattr(args, param) or f"--{param.replace('_', '-')}"
+    elif param:
+        where = OPTIONS.get(param, f"--{param.replace('_', '-')}")
+    else:
+        return exc
+    return InputError(f"{where}: {exc}", param)
 
 
 def _load_input(path: Path, method: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -96,7 +102,7 @@ def _threads_line(requested: int | None) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.threads is not None and args.threads < 1:
         raise InputError(f"--threads must be >= 1, got {args.threads}")
-    print(_threads_line(args.threads), file=sys.stderr, flush=True)
+    check_output(args.output)
     Y, alpha = _load_input(args.input, args.method)
     mask = None if args.mask is None else load_npy(args.mask, "--mask")
     fix = {name: load_npy(path, f"--fix-{name}") for name in ("theta", "phi", "pi")
@@ -106,10 +112,13 @@ def run(args: argparse.Namespace) -> int:
         b0=args.b0, max_iter=args.iterations, burnin=args.burnin, thin=args.thin, tol=args.tol,
         restarts=args.restarts, random_state=args.seed, threads=args.threads,
         verbose=not args.quiet and sys.stderr.isatty())
-    try:
+    try:  # checked before anything is printed: bad input gives one line only
+        estimator._check_params()
+        estimator._check_data(Y, alpha, mask, fix or None)
+        print(_threads_line(args.threads), file=sys.stderr, flush=True)
         estimator.fit(Y, alpha=alpha, mask=mask, fix=fix or None)
     except InputError as exc:
-        raise InputError(_blame(args, str(exc))) from None
+        raise _blame(args, exc) from None
     estimator.save(args.output, input_path=args.input)
     print(f"{args.output}: {args.model} {args.method} {args.inference}, K={args.components}, "
           f"{estimator.n_iter_} iterations in {estimator.elapsed_['total']:.1f} s",

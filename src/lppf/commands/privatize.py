@@ -18,7 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from lppf._io import InputError, as_count_matrix, load_npy, load_npz, require_key, save_npz
+from lppf.io import (
+    InputError,
+    as_count_matrix,
+    check_seed,
+    load_npy,
+    load_npz,
+    require_key,
+    save_npz,
+)
 from lppf.mechanisms import check_alpha, epsilon_to_alpha, privatize
 
 
@@ -78,9 +86,12 @@ def run(args: argparse.Namespace) -> int:
         seed = _number(args.seed, "--seed", int)
         if seed < 0:
             raise InputError(f"--seed must be >= 0, got {seed}")
-        out["seed"] = np.int64(seed)
+        out["seed"] = np.int64(check_seed(seed, "--seed"))
     Y = as_count_matrix(require_key(load_npz(args.input), "Y", args.input),
                         name=f"{args.input}: key 'Y'")
+    if Y.size == 0:
+        raise InputError(f"{args.input}: key 'Y': empty matrix (shape {Y.shape}), nothing to "
+                         "privatize")
     if args.alpha is not None:
         alpha = _load_alpha(args.alpha, Y.shape)
     else:

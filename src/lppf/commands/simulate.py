@@ -5,17 +5,38 @@ Truth files are ``.npz`` with ``Y`` (true counts), ``mu`` (true rates), the fact
 
 from __future__ import annotations
 
-import argparse
 import os
 
 import numpy as np
 
 from lppf import synthetic
-from lppf._io import InputError, _atomic_target, as_count_matrix, load_npz, require_key, save_npz
+from lppf.commands import _types
+from lppf.io import InputError, as_count_matrix, load_npz, require_key, save_npy, save_npz
 
 
 def _rng(args) -> np.random.Generator:
     return np.random.default_rng(args.seed)
+
+
+def _check_size(options: str, cells: int) -> None:
+    """Refuse sizes whose dense arrays (``cells`` entries) cannot fit in this machine's memory."""
+    need = 24.0 * cells
+    have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need > have:
+        raise InputError(f"{options}: {cells} cells need about {need / 2**30:.3g} GiB, more "
+                         f"than this machine's {have / 2**30:.3g} GiB")
+
+
+def _generate(make, *args):
+    """Run a generator; numpy's refusals (rates too large, ...) become one-line errors."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            truth = make(*args)
+    except (ValueError, OverflowError) as exc:
+        raise InputError(f"cannot simulate with these settings ({exc}): lower --shape, --rate "
+                         "or the sizes") from None
+    as_count_matrix(truth["Y"], "simulated counts Y (lower --shape, --rate or the sizes)")
+    return truth
 
 
 def _save_truth(args, truth: dict) -> int:
@@ -25,29 +46,47 @@ def _save_truth(args, truth: dict) -> int:
 
 
 def _pmf(args) -> int:
-    return _save_truth(args, synthetic.pmf_truth(
-        _rng(args), args.rows, args.cols, args.components, args.shape, args.rate))
+    _check_size("--rows x --cols", args.rows * args.cols)
+    _check_size("--components x (--rows + --cols)", args.components * (args.rows + args.cols))
+    return _save_truth(args, _generate(synthetic.pmf_truth, _rng(args), args.rows, args.cols,
+                                       args.components, args.shape, args.rate))
 
 
 def _blocks(args) -> int:
-    return _save_truth(args, synthetic.blocks_truth(
-        _rng(args), args.topics, args.docs_per_topic, args.words_per_topic, args.doc_length))
+    if args.topics < 2:
+        raise InputError(f"--topics must be >= 2, got {args.topics}")
+    _check_size("--topics, --docs-per-topic, --words-per-topic",
+                args.topics**2 * args.docs_per_topic * args.words_per_topic)
+    return _save_truth(args, _generate(
+        synthetic.blocks_truth, _rng(args), args.topics, args.docs_per_topic,
+        args.words_per_topic, args.doc_length))
 
 
 def _community(args) -> int:
-    return _save_truth(args, synthetic.community_truth(
-        _rng(args), args.actors, args.communities, args.shape, args.rate))
+    _check_size("--actors x --actors", args.actors**2)
+    _check_size("--communities x (--actors + --communities)",
+                args.communities * (args.actors + args.communities))
+    return _save_truth(args, _generate(synthetic.community_truth, _rng(args), args.actors,
+                                       args.communities, args.shape, args.rate))
 
 
 def _rescale(args) -> int:
     ref = load_npz(args.reference)
     other = "phi" if args.model == "pmf" else "pi"
     factors = {k: require_key(ref, k, args.reference) for k in ("theta", other)}
+    theta, rest = (np.asarray(factors[k]) for k in ("theta", other))
+    K = theta.shape[1] if theta.ndim == 2 else -1
+    want = (K, rest.shape[-1]) if args.model == "pmf" else (K, K)
+    if (theta.ndim != 2 or rest.ndim != 2 or rest.shape[0] != K or rest.shape != want
+            or theta.dtype.kind not in "iuf" or rest.dtype.kind not in "iuf"
+            or not (np.all(np.isfinite(theta)) and np.all(np.isfinite(rest)))):
+        raise InputError(f"{args.reference}: theta {theta.shape} and {other} {rest.shape} are "
+                         f"not finite factors of a {args.model} model")
     if args.components is not None and args.components > factors["theta"].shape[1]:
         raise InputError(f"--components {args.components}: {args.reference} has only "
                          f"{factors['theta'].shape[1]}")
-    return _save_truth(args, synthetic.rescaled_truth(
-        _rng(args), args.model, factors, args.e0, args.f0, args.components))
+    return _save_truth(args, _generate(synthetic.rescaled_truth, _rng(args), args.model,
+                                       factors, args.e0, args.f0, args.components))
 
 
 def _true_counts(path) -> np.ndarray:
@@ -63,49 +102,35 @@ def _noise_level(args) -> int:
             alpha = synthetic.mean_precision_alpha(Y, args.epsilon)
         except ValueError as exc:
             raise InputError(f"{args.truth}: {exc}") from None
-    _save_npy(args.output, alpha)
+    save_npy(args.output, alpha)
     print(f"{args.output}: alpha shape {alpha.shape}, mean {alpha.mean():.4f}")
     return 0
 
 
-def _save_npy(path, array: np.ndarray) -> None:
-    target, fd, tmp = _atomic_target(path, ".npy")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, array)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def _mask(args) -> int:
     Y = _true_counts(args.truth)
+    if Y.shape[0] != Y.shape[1]:
+        raise InputError(f"{args.truth}: Y: a mask of top actors needs a square matrix, "
+                         f"got shape {Y.shape}")
     mask = synthetic.top_actor_mask(Y, args.top)
-    _save_npy(args.output, mask)
+    save_npy(args.output, mask)
     print(f"{args.output}: {mask.sum()} of {mask.size} cells held out")
     return 0
 
 
 def _factor(args) -> int:
-    _save_npy(args.output, require_key(load_npz(args.truth), args.name, args.truth))
+    array = require_key(load_npz(args.truth), args.name, args.truth)
+    if np.asarray(array).dtype.kind not in "biuf":
+        raise InputError(f"{args.truth}: key {args.name!r} is not a numeric array")
+    save_npy(args.output, array)
     return 0
-
-
-def _positive(kind):
-    def parse(text: str):
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-        return value
-    return parse
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("simulate", help="make ground truth, noise levels and masks",
                               description=__doc__)
     sub = p.add_subparsers(dest="kind", required=True, metavar="KIND")
-    pos_int, pos_float = _positive(int), _positive(float)
+    pos_int, pos_float = _types.positive_int, _types.positive_float
     TRUTH = ("truth", "truth .npz with the true counts Y")
 
     def add(name, func, help_, source=None):
@@ -113,7 +138,7 @@ def register(subparsers) -> None:
         if source:
             q.add_argument(source[0], help=source[1])
         q.add_argument("output")
-        q.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+        q.add_argument("--seed", type=_types.seed, default=0, help="random seed (default 0)")
         q.set_defaults(func=func)
         return q
 
@@ -147,7 +172,7 @@ def register(subparsers) -> None:
     q = add("noise-level", _noise_level, "alpha as .npy: per-row Beta draws or exp(-eps/mean y)",
             source=TRUTH)
     g = q.add_mutually_exclusive_group(required=True)
-    g.add_argument("--beta-mean", type=float, help="alpha_d ~ Beta(c m, c (1 - m))")
+    g.add_argument("--beta-mean", type=_types.open_unit, help="alpha_d ~ Beta(c m, c (1 - m))")
     g.add_argument("--epsilon", type=pos_float, help="alpha = exp(-eps / mean(y))")
     q.add_argument("--concentration", type=pos_float, default=10.0, help="c (default 10)")
 

@@ -24,8 +24,8 @@ from gensim.corpora import Dictionary
 from gensim.parsing.preprocessing import STOPWORDS
 from nltk.tokenize import RegexpTokenizer
 
-from lppf._io import InputError
 from lppf.enron.parse import Email
+from lppf.io import InputError
 
 CUT_PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"^\s*-{2,}\s*original message\s*-{2,}",             # Outlook reply

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from lppf._io import InputError
 from lppf.enron.parse import Email
+from lppf.io import InputError
 
 
 def actor_counts(emails: Iterable[Email]) -> pd.DataFrame:

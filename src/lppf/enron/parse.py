@@ -12,8 +12,9 @@ Rules (see the README, "The Enron data"):
   seconds) and the SHA-1 of the body with all whitespace runs collapsed (so LF/CRLF and
   re-wrapping do not matter). The copy kept is one in a sent folder if any, else the one
   with the smallest path.
-* Malformed files (broken header block, no usable sender, no parseable date, undecodable)
-  are counted by reason and skipped.
+* Malformed files (broken header block, no usable sender, no parseable date, undecodable,
+  unparseable) and files whose names are not valid UTF-8 are counted by reason and skipped;
+  a source without a single usable email is an error.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from email.utils import getaddresses, parsedate_to_datetime
 from tqdm import tqdm
 
 from lppf.enron.source import RawMessage, iter_raw
+from lppf.io import InputError
 
 EXCLUDED_FOLDERS = frozenset({"all_documents", "discussion_threads"})
 SENT_FOLDERS = frozenset({"sent", "sent_items", "_sent_mail", "_sent", "sent_mail"})
@@ -143,14 +145,31 @@ def body_hash(body: str) -> str:
     return hashlib.sha1(" ".join(body.split()).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# What the standard library raises on hostile input it was not written for; one such message
+# is a counted skip ("skipped: unparseable (TypeError)"), never the end of a parse.
+_PARSE_ERRORS = (TypeError, ValueError, LookupError, AttributeError, AssertionError,
+                 UnicodeError, OverflowError, RecursionError)
+
+
 def parse_message(raw: RawMessage, keep_body: bool = True) -> Email:
     """Parse one file; raise :class:`MalformedMessage` naming why it is unusable."""
+    try:
+        return _parse(raw, keep_body)
+    except MalformedMessage:
+        raise
+    except _PARSE_ERRORS as exc:
+        raise MalformedMessage(f"unparseable ({type(exc).__name__})") from None
+
+
+def _parse(raw: RawMessage, keep_body: bool) -> Email:
+    if raw.data is None:
+        raise MalformedMessage("unreadable file")
     if not raw.data.strip():
         raise MalformedMessage("empty file")
     msg = _PARSER.parsebytes(raw.data)
     if any(isinstance(d, MissingHeaderBodySeparatorDefect) for d in msg.defects):
         raise MalformedMessage("broken header block")
-    senders = parse_addresses(msg.get_all("From", []))
+    senders = parse_addresses(str(v) for v in msg.get_all("From", []))
     if not senders:
         raise MalformedMessage("no usable sender")
     try:
@@ -176,6 +195,15 @@ class Corpus:
     summary: Counter[str] = field(default_factory=Counter)
 
 
+def _encodable(path: str) -> bool:
+    """False for a file name whose bytes were not valid UTF-8 (kept as surrogate escapes)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _preferred(new: Email, old: Email) -> bool:
     return (not new.in_sent_folder, new.path) < (not old.in_sent_folder, old.path)
 
@@ -194,6 +222,9 @@ def read_corpus(source: str | os.PathLike[str],
     unique: dict[tuple, Email] = {}
     for raw in tqdm(iter_raw(source), unit=" files", disable=not progress):
         summary["files read"] += 1
+        if not _encodable(raw.path):
+            summary["skipped: undecodable file name"] += 1
+            continue
         if raw.folder.split("/", 1)[0] in excluded:
             summary["skipped: excluded folder"] += 1
             continue
@@ -213,4 +244,7 @@ def read_corpus(source: str | os.PathLike[str],
             unique[key] = mail
     emails = sorted(unique.values(), key=lambda e: e.path)
     summary["unique emails"] = len(emails)
+    if not emails:
+        found = ", ".join(f"{k}: {v}" for k, v in sorted(summary.items()))
+        raise InputError(f"{source}: no usable email ({found or 'no files'})")
     return Corpus(emails, summary)

@@ -12,13 +12,14 @@ import os
 import tarfile
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
 
-from lppf._io import InputError
+from lppf.io import InputError
 
 CMU_URL = "https://www.cs.cmu.edu/~enron/enron_mail_20150507.tar.gz"
 # Published size and SHA-256 of CMU_URL: to be filled. CMU publishes neither; we only verify
@@ -40,7 +41,7 @@ class RawMessage:
     owner: str
     folder: str
     name: str
-    data: bytes
+    data: bytes | None
 
     @property
     def path(self) -> str:
@@ -144,6 +145,9 @@ def _split(relpath: str) -> tuple[str, str, str] | None:
 
 
 def _iter_tar(path: Path) -> Iterator[RawMessage]:
+    """Members of a tarball, streamed. ``tarfile`` takes the end of the data for the end of
+    the archive, so a file cut at a member boundary would read as complete: the
+    end-of-archive marker (a zero block after the last member) is required."""
     try:
         with tarfile.open(path, mode="r|*") as tar:
             for member in tar:
@@ -152,8 +156,15 @@ def _iter_tar(path: Path) -> Iterator[RawMessage]:
                     continue
                 fh = tar.extractfile(member)
                 yield RawMessage(*where, fh.read() if fh else b"")
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise InputError(f"{path}: not a readable tarball ({exc})") from None
+            if tar.fileobj.tell() < tar.offset + tarfile.BLOCKSIZE:
+                raise InputError(f"{path}: truncated tarball (no end-of-archive marker after "
+                                 f"{tar.offset} bytes)")
+    except (tarfile.TarError, EOFError, OSError, ValueError, zlib.error) as exc:
+        if isinstance(exc, InputError):
+            raise
+        text = " ".join(str(exc).split())
+        raise InputError(f"{path}: not a readable tarball ({type(exc).__name__}: {text})"
+                         ) from None
 
 
 def _iter_dir(root: Path) -> Iterator[RawMessage]:
@@ -163,7 +174,11 @@ def _iter_dir(root: Path) -> Iterator[RawMessage]:
         for file in sorted(p for p in owner.rglob("*") if p.is_file()):
             where = _split(file.relative_to(root).as_posix())
             if where is not None:
-                yield RawMessage(*where, file.read_bytes())
+                try:
+                    data = file.read_bytes()
+                except OSError:
+                    data = None  # counted as "skipped: unreadable file"
+                yield RawMessage(*where, data)
 
 
 def iter_raw(path: str | os.PathLike[str]) -> Iterator[RawMessage]:

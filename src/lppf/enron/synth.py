@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 from gensim.parsing.preprocessing import STOPWORDS
 
-from lppf._io import InputError, write_text
 from lppf.enron.parse import EXCLUDED_FOLDERS
+from lppf.io import InputError, write_text
 
 _CONS, _VOWELS = "bdfgklmnprstvz", "aeiou"
 _FILLER = ("the", "and", "we", "to", "of", "is", "it", "for", "this", "that")

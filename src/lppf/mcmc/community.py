@@ -35,9 +35,9 @@ from scipy import cluster, linalg, stats
 from tqdm import tqdm
 
 from lppf import counts
-from lppf._io import InputError
 from lppf._numba import CHUNK, chunk_seeds
 from lppf._numba import threads as numba_threads
+from lppf.io import InputError
 from lppf.results import METHODS, FitData, FitResult
 
 INIT_CHAINS = 4  # short chains from spectral starts; the best by log likelihood is kept

@@ -1,0 +1,316 @@
+"""Reading and writing the project's files, and the one error type for bad input.
+
+Every read failure of an input file (missing, truncated, corrupt, pickled objects, wrong
+dtype, out-of-range counts) becomes an :class:`InputError` whose message is one line naming
+the file and the key. Every output is written atomically: to a temporary file beside the
+target, then renamed onto it, so a reader sees the old file or the new one, never half of
+one. Outputs get the mode a plain ``open`` would give (the umask's for a new file, the old
+mode when a file is replaced). An output that is a symbolic link is written through: the
+file it points to is replaced and the link stays. The temporary file is removed on any
+error, on ``SIGINT`` and on ``SIGTERM``/``SIGHUP`` (the process then exits with status
+128 + the signal number).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import stat
+import tempfile
+import threading
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+COUNT_LIMIT = 2**31  # counts (and privatized counts) must lie strictly within +- this
+SEED_LIMIT = 2**63  # seeds are stored as int64
+PathLike = str | os.PathLike[str]
+
+
+class InputError(ValueError):
+    """Bad user input. The message is one line naming the file, key or value at fault.
+
+    ``param`` names the argument at fault when there is one (``"Y"``, ``"mask"``,
+    ``"fix_phi"``, ``"n_iter"``, ...), so that a front end can name its own option for it.
+    """
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(_one_line(message))
+        self.param = param
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
+# -- reading
+_READ_ERRORS = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error,
+                RuntimeError, TypeError, MemoryError, NotImplementedError)
+
+
+def _reason(exc: BaseException) -> str:
+    text = _one_line(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _missing(path: Path, what: str = "") -> InputError:
+    where = f" ({what})" if what else ""
+    if path.is_dir():
+        return InputError(f"{path}: is a directory, expected a file{where}")
+    return InputError(f"{path}: no such file{where}")
+
+
+def _open(path: Path, what: str = "") -> IO[bytes]:
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        where = f" ({what})" if what else ""
+        raise InputError(f"{path}: cannot read ({exc.strerror or _reason(exc)}){where}") from None
+
+
+def load_npz(path: PathLike) -> dict[str, Any]:
+    """Load an ``.npz`` into a dict; a scipy sparse matrix saved by ``scipy.sparse.save_npz``
+    comes back under key ``Y``. Every failure is an :class:`InputError` naming the file (and
+    the key when one member is unreadable)."""
+    path = Path(path)
+    if not path.is_file():
+        raise _missing(path)
+    data = {}
+    with _open(path) as fh:
+        try:
+            loaded = np.load(fh, allow_pickle=False)
+        except _READ_ERRORS as exc:
+            raise InputError(f"{path}: not a readable .npz file ({_reason(exc)})") from None
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise InputError(f"{path}: not an .npz archive (a single .npy array?)")
+        with loaded as z:
+            for key in z.files:
+                try:
+                    data[key] = z[key]
+                except _READ_ERRORS as exc:
+                    raise InputError(f"{path}: key {key!r} is unreadable ({_reason(exc)})"
+                                     ) from None
+    if {"format", "shape", "data"} <= data.keys() and "Y" not in data:
+        data = {"Y": _sparse(path, data)}
+    return data
+
+
+def _sparse(path: Path, data: dict[str, Any]) -> Any:
+    import scipy.sparse as sp
+
+    try:
+        return sp.load_npz(io.BytesIO(path.read_bytes()))
+    except _READ_ERRORS as exc:
+        raise InputError(f"{path}: not a readable sparse matrix ({_reason(exc)})") from None
+
+
+def load_npy(path: PathLike, what: str) -> np.ndarray:
+    """Load one array from a ``.npy`` file; errors name the file and ``what`` it is for."""
+    path = Path(path)
+    if not path.is_file():
+        raise _missing(path, what)
+    with _open(path, what) as fh:
+        try:
+            array = np.load(fh, allow_pickle=False)
+        except _READ_ERRORS as exc:
+            raise InputError(f"{path}: not a readable .npy file ({what}: {_reason(exc)})"
+                             ) from None
+        if not isinstance(array, np.ndarray):
+            array.close()
+            raise InputError(f"{path}: not a readable .npy file ({what}: an .npz archive)")
+    return array
+
+
+def require_key(data: Mapping[str, Any], key: str, path: PathLike) -> Any:
+    """Return ``data[key]`` or raise an :class:`InputError` naming the file and the key."""
+    if key not in data:
+        found = ", ".join(sorted(data)) or "none"
+        raise InputError(f"{path}: missing key {key!r} (found: {found})")
+    return data[key]
+
+
+def load_json_entry(npz: Mapping[str, Any], key: str) -> Any:
+    """Decode a dict stored by :func:`save_npz`."""
+    return json.loads(str(np.asarray(npz[key])[()]))
+
+
+def as_count_matrix(Y: Any, name: str = "Y", signed: bool = False) -> np.ndarray:
+    """Validate a count matrix and return it as a dense ``int64`` array.
+
+    Accepts dense arrays and scipy sparse matrices. Rejects non-numeric dtypes, NaN/inf,
+    non-integer values, counts of magnitude >= 2**31 and, unless ``signed``, negative values,
+    with a message naming ``name``.
+    """
+    if hasattr(Y, "toarray"):
+        Y = Y.toarray()
+    try:
+        Y = np.asarray(Y)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name}: not a numeric matrix ({_reason(exc)})") from None
+    if Y.dtype.kind == "b" or Y.dtype.kind not in "iuf":
+        raise InputError(f"{name}: expected numeric counts, got dtype {Y.dtype}")
+    if Y.ndim != 2:
+        raise InputError(f"{name}: expected a 2-d matrix, got shape {Y.shape}")
+    if Y.size == 0:
+        return Y.astype(np.int64)
+    if Y.dtype.kind == "f":
+        if not np.all(np.isfinite(Y)):
+            raise InputError(f"{name}: contains NaN or infinite values")
+        if np.any(Y != np.round(Y)):
+            raise InputError(f"{name}: contains non-integer values")
+    low, high = Y.min().item(), Y.max().item()  # Python numbers: no overflow
+    if high >= COUNT_LIMIT or low <= -COUNT_LIMIT:
+        worst = high if high >= -low else low
+        raise InputError(f"{name}: counts must lie within +-2**31, got {worst:.6g}")
+    if not signed and low < 0:
+        raise InputError(f"{name}: contains negative counts (min {int(low)})")
+    return Y.astype(np.int64)
+
+
+def check_seed(value: Any, name: str = "seed") -> int:
+    """A seed: an integer in [0, 2**63)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InputError(f"{name} must be an integer in [0, 2**63), got {value!r}", name)
+    if not 0 <= value < SEED_LIMIT:
+        raise InputError(f"{name} must be an integer in [0, 2**63), got {value}", name)
+    return int(value)
+
+
+# -- writing
+@contextmanager
+def _cleanup_on_termination() -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP into ``SystemExit(128 + signum)`` while files are staged, so that
+    the ``finally`` clauses that remove temporary files run (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            previous[sig] = signal.signal(sig, terminate)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _target(path: PathLike) -> Path:
+    """The file to replace: ``path``, or the file a symbolic link at ``path`` points to."""
+    path = Path(path)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if target.is_dir():
+        raise InputError(f"{path}: is a directory, cannot write a file there")
+    return target
+
+
+def check_output(path: PathLike) -> None:
+    """Fail early (before a long computation) if ``path`` cannot be written."""
+    target = _target(path)
+    parent = next((p for p in (target.parent, *target.parent.parents) if p.exists()), None)
+    try:
+        if parent is None or not parent.is_dir():
+            raise NotADirectoryError(f"{parent} is not a directory")
+        with tempfile.TemporaryFile(dir=parent):  # removed on close, even if we are killed
+            pass
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write ({exc.strerror or _reason(exc)})") from None
+
+
+def _stage(path: PathLike, write: Callable[[IO[bytes]], None]) -> tuple[Path, Path]:
+    """Write a temporary file beside ``path``'s target; return (temporary, target)."""
+    target = _target(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write ({exc.strerror or _reason(exc)})") from None
+    try:
+        try:
+            mode = stat.S_IMODE(target.stat().st_mode)
+        except OSError:
+            mode = 0o666 & ~_umask()
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise InputError(f"{path}: cannot write ({exc.strerror or _reason(exc)})") from None
+        raise
+    return Path(tmp), target
+
+
+def write_files(files: Sequence[tuple[PathLike, Callable[[IO[bytes]], None]]]) -> None:
+    """Write several files all or nothing: each ``write(fh)`` fills one temporary file; only
+    when all succeeded are they renamed onto their targets."""
+    staged: list[tuple[Path, Path]] = []
+    with _cleanup_on_termination():
+        try:
+            for path, write in files:
+                staged.append(_stage(path, write))
+            for tmp, target in staged:
+                os.replace(tmp, target)
+        finally:
+            for tmp, _ in staged:
+                tmp.unlink(missing_ok=True)
+
+
+def _npz_payload(arrays: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (json.dumps(v, sort_keys=True) if isinstance(v, Mapping) else v)
+            for k, v in arrays.items()}
+
+
+def npz_writer(compressed: bool = True, **arrays: Any) -> Callable[[IO[bytes]], None]:
+    """A writer for :func:`write_files` of an ``.npz`` (dict values stored as JSON)."""
+    payload = _npz_payload(arrays)
+    return lambda fh: (np.savez_compressed if compressed else np.savez)(fh, **payload)
+
+
+def text_writer(text: str) -> Callable[[IO[bytes]], None]:
+    """A writer for :func:`write_files` of UTF-8 text (encoded before anything is written;
+    characters UTF-8 cannot encode, such as undecodable file-name bytes, become escapes)."""
+    data = text.encode("utf-8", "backslashreplace")
+    return lambda fh: fh.write(data)
+
+
+def save_npz(path: PathLike, compressed: bool = True, **arrays: Any) -> None:
+    """Write ``arrays`` to ``path`` as ``.npz`` atomically.
+
+    Dict values are stored as JSON strings (0-d unicode arrays); read them back with
+    :func:`load_json_entry`.
+    """
+    write_files([(path, npz_writer(compressed, **arrays))])
+
+
+def save_npy(path: PathLike, array: Any) -> None:
+    """Write one array to ``path`` as ``.npy`` atomically."""
+    array = np.asarray(array)
+    write_files([(path, lambda fh: np.save(fh, array, allow_pickle=False))])
+
+
+def write_text(path: PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (UTF-8)."""
+    write_files([(path, text_writer(text))])
+
+
+__all__ = ["COUNT_LIMIT", "SEED_LIMIT", "InputError", "as_count_matrix", "check_output",
+           "check_seed", "load_json_entry", "load_npy", "load_npz", "npz_writer", "require_key",
+           "save_npy", "save_npz", "text_writer", "write_files", "write_text"]
