@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 METHODS = ("private", "private-collapsed", "naive", "nonprivate")
+PRIVATE_METHODS = ("private", "private-collapsed")  # methods with latent true counts
 INFERENCES = ("mcmc", "cavi")
 MODELS = ("pmf", "community")
 
