@@ -93,7 +93,8 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
     order; ``trace["loglik"]`` is (n_iter,) for one chain, (n_chains, n_iter) for several;
     ``elapsed`` sums the seconds of the starts (key ``start_key``; ``"burnin"`` counts them
     in the burn-in), ``burnin`` and ``sampling`` over chains; ``extra`` holds the start
-    information of each chain (``{info_key}_*``, one row per chain) and ``n_chains``.
+    information of each chain (``{info_key}_*``, one row per chain when there are several)
+    and ``n_chains``.
     """
     S = n_saved(n_iter, burnin, thin)
     runs, starts = [], []
@@ -116,7 +117,9 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
         y_hat = np.where(mask, mu_hat, sum(r["y_sum"] for r in runs) / total)
     samples = {k: np.concatenate([r["samples"][k] for r in runs]) for k in runs[0]["samples"]}
     loglik = np.stack([r["loglik"] for r in runs])
-    extra = {f"{info_key}_{k}": np.stack([np.asarray(s[k]) for s in starts]) for k in starts[0]}
+    extra = {f"{info_key}_{k}": (np.asarray(starts[0][k]) if n_chains == 1 else
+                                 np.stack([np.asarray(s[k]) for s in starts]))
+             for k in starts[0]}
     extra["n_chains"] = n_chains
     return FitResult(
         mu_hat=mu_hat,

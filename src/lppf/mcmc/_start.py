@@ -81,14 +81,40 @@ def _m_step(Y_DV: np.ndarray, W_DV: np.ndarray, Theta_DK: np.ndarray, Phi_KV: np
         np.maximum(Phi_KV, _TINY, out=Phi_KV)
 
 
-def em(data: FitData, method: str, Theta_DK: np.ndarray, Phi_KV: np.ndarray,
-       n_steps: int) -> float:
-    """``n_steps`` generalized EM steps in place; returns the final observed log likelihood."""
-    W_DV = (~data.mask).astype(np.float64)
+def _m_step_community(Y_VV: np.ndarray, W_VV: np.ndarray, Theta_VC: np.ndarray,
+                      Pi_CC: np.ndarray, fix: dict, n: int) -> None:
+    """``n`` multiplicative updates (in place) of the Poisson likelihood of ``Y_VV`` under
+    ``mu = Theta Pi Theta^T`` with weights ``W_VV``: ``pi *= (Theta^T R Theta) /
+    (Theta^T W Theta)``, ``theta *= (R Theta Pi^T + R^T Theta Pi) / (W Theta Pi^T +
+    W^T Theta Pi)`` with ``R = W Y / mu``."""
+    for _ in range(n):
+        if "pi" not in fix:
+            R = W_VV * Y_VV / np.maximum(Theta_VC @ Pi_CC @ Theta_VC.T, _TINY)
+            Pi_CC *= (Theta_VC.T @ R @ Theta_VC) / np.maximum(Theta_VC.T @ W_VV @ Theta_VC,
+                                                              _TINY)
+        if "theta" not in fix:
+            R = W_VV * Y_VV / np.maximum(Theta_VC @ Pi_CC @ Theta_VC.T, _TINY)
+            up = R @ Theta_VC @ Pi_CC.T + R.T @ Theta_VC @ Pi_CC
+            down = W_VV @ Theta_VC @ Pi_CC.T + W_VV.T @ Theta_VC @ Pi_CC
+            Theta_VC *= up / np.maximum(down, _TINY)
+        np.maximum(Theta_VC, _TINY, out=Theta_VC)
+        np.maximum(Pi_CC, _TINY, out=Pi_CC)
+
+
+MODELS = {"pmf": (lambda A, B: A @ B, _m_step),
+          "community": (lambda A, B: A @ B @ A.T, _m_step_community)}
+
+
+def em(data: FitData, method: str, A: np.ndarray, B: np.ndarray, n_steps: int,
+       model: str = "pmf") -> float:
+    """``n_steps`` generalized EM steps in place on the factors ``A``, ``B`` (pmf: Theta_DK,
+    Phi_KV; community: Theta_VC, Pi_CC); returns the final observed log likelihood."""
+    rate, m_step = MODELS[model]
+    W = (~data.mask).astype(np.float64)
     for _ in range(n_steps):
-        _, Y = observed_loglik(data, method, Theta_DK @ Phi_KV)
-        _m_step(Y, W_DV, Theta_DK, Phi_KV, data.fix, INNER)
-    return observed_loglik(data, method, Theta_DK @ Phi_KV)[0]
+        _, Y = observed_loglik(data, method, rate(A, B))
+        m_step(Y, W, A, B, data.fix, INNER)
+    return observed_loglik(data, method, rate(A, B))[0]
 
 
 def random_start(data: FitData, n_components: int, rng: np.random.Generator
@@ -105,16 +131,33 @@ def random_start(data: FitData, n_components: int, rng: np.random.Generator
     return Theta, Phi
 
 
+def random_start_community(data: FitData, n_components: int, rng: np.random.Generator
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """theta_ic = (r_i + c_i) / sqrt(2 N) g_ic (g ~ Gamma(1, 1)), Pi ~ Gamma(1, 1) / C:
+    actor i's expected total about its observed total; fixed factors kept."""
+    Y = _counts(data, "naive")
+    t_V = Y.sum(axis=1) + Y.sum(axis=0) + 1.0
+    C = n_components
+    Theta = (t_V / math.sqrt(2.0 * max(Y.sum(), 1.0)))[:, None] * rng.gamma(1.0, 1.0, (len(t_V), C))
+    Pi = rng.gamma(1.0, 1.0 / C, (C, C))
+    Theta = np.array(data.fix.get("theta", Theta), dtype=np.float64)
+    Pi = np.array(data.fix.get("pi", Pi), dtype=np.float64)
+    return Theta, Pi
+
+
 def best_start(data: FitData, method: str, n_components: int, burnin: int,
-               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Theta_DK, Phi_KV, observed log likelihood of every restart after its pilot steps)."""
+               rng: np.random.Generator, model: str = "pmf"
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A, B, observed log likelihood of every restart after its pilot steps): pmf
+    (Theta_DK, Phi_KV), community (Theta_VC, Pi_CC)."""
     pilot, refine = em_budget(burnin)
+    draw = random_start if model == "pmf" else random_start_community
     best, scores = None, []
     for _ in range(RESTARTS if len(data.fix) < 2 else 1):
-        Theta, Phi = random_start(data, n_components, rng)
-        scores.append(em(data, method, Theta, Phi, pilot))
+        A, B = draw(data, n_components, rng)
+        scores.append(em(data, method, A, B, pilot, model))
         if scores[-1] >= max(scores):
-            best = Theta, Phi
-    Theta, Phi = best
-    em(data, method, Theta, Phi, refine)
-    return Theta, Phi, np.array(scores)
+            best = A, B
+    A, B = best
+    em(data, method, A, B, refine, model)
+    return A, B, np.array(scores)

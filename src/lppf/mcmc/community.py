@@ -25,20 +25,18 @@ the chains' scores are returned in ``extra["init_loglik"]`` to show the spread.
 from __future__ import annotations
 
 import math
-import sys
-import time
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
 from scipy import cluster, linalg, stats
-from tqdm import tqdm
 
 from lppf import counts
 from lppf._io import InputError
 from lppf._numba import CHUNK, chunk_seeds
 from lppf._numba import threads as numba_threads
-from lppf.results import METHODS, FitData, FitResult
+from lppf.mcmc._driver import run_chains
+from lppf.results import METHODS, PRIVATE_METHODS, FitData, FitResult
 
 INIT_CHAINS = 4  # short chains from spectral starts; the best by log likelihood is kept
 INIT_ITER = 50  # iterations of each short chain (capped by burnin)
@@ -115,7 +113,7 @@ def make_problem(data: FitData, method: str, a0: float, b0: float) -> Problem:
 
 
 def is_private(problem: Problem) -> bool:
-    return problem.method in ("private", "private-collapsed")
+    return problem.method in PRIVATE_METHODS
 
 
 # ---------------------------------------------------------------- numba kernels
@@ -398,15 +396,17 @@ def _check_fix(fix: dict[str, np.ndarray], V: int, C: int) -> dict[str, np.ndarr
 
 def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
                        n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
-                       threads: int | None = None, progress: bool = False) -> FitResult:
-    """Gibbs sampling for the community model; ``n_iter`` counts the ``burnin`` iterations.
+                       threads: int | None = None, progress: bool = False,
+                       n_chains: int = 1) -> FitResult:
+    """Gibbs sampling for the community model, ``n_chains`` chains pooled
+    (:func:`lppf.mcmc._driver.run_chains`); ``n_iter`` counts the ``burnin`` iterations.
 
     Samples are saved after burn-in at every ``thin``-th iteration. ``mu_hat`` (V, V) and
     ``y_hat`` (private methods; held-out cells get ``mu_hat``) are posterior means over the
     saved samples; ``samples`` holds ``theta`` (S, V, C) and ``pi`` (S, C, C); ``log_joint``
     (S,) is :func:`log_joint`; ``trace["loglik"]`` (n_iter,) is log p(y | Theta, Pi) over the
-    observed cells at the start of each iteration; ``elapsed`` has ``init`` (the short
-    chains, not counted in ``n_iter``), ``burnin`` and ``sampling`` seconds.
+    observed cells at the start of each iteration; ``elapsed`` has ``init`` (the starts,
+    not counted in ``n_iter``), ``burnin`` and ``sampling`` seconds.
     """
     if not 0 <= burnin <= n_iter - thin or thin < 1:
         raise InputError(f"need thin >= 1 and 0 <= burnin <= iterations - thin, got "
@@ -415,46 +415,38 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
     problem = make_problem(FitData(data.Y, data.alpha, data.mask, fix), method, a0, b0)
     if problem.Ytil_VV.shape[0] <= CHUNK:
         threads = 1  # a single row chunk: extra threads would only wait
+
+    def make_chain(chain_rng):
+        chain = CommunityChain(problem, fix, n_components, burnin, chain_rng)
+        return chain, chain.info
+
     with numba_threads(threads):
-        return _run(problem, fix, n_components, n_iter, burnin, thin, rng, progress)
+        return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
+                          thin=thin, rng=rng, mask=~problem.obs_VV, progress=progress,
+                          desc=f"community {method}", start_key="init", info_key="init")
 
 
-def _run(problem: Problem, fix: dict[str, np.ndarray], n_components: int, n_iter: int,
-         burnin: int, thin: int, rng: np.random.Generator, progress: bool) -> FitResult:
-    tic = time.perf_counter()
-    state, init_scores = best_initial_state(problem, n_components, fix, min(INIT_ITER, burnin),
-                                            rng)
-    elapsed = {"init": time.perf_counter() - tic}
-    V = problem.Ytil_VV.shape[0]
-    n_saved = (n_iter - burnin) // thin
-    thetas = np.empty((n_saved, V, n_components))
-    pis = np.empty((n_saved, n_components, n_components))
-    joint, loglik = np.empty(n_saved), np.empty(n_iter)
-    mu_sum, y_sum = np.zeros((V, V)), np.zeros((V, V))
-    s = 0
-    bar = tqdm(range(n_iter), disable=not progress, file=sys.stderr, unit="it",
-               desc=f"community {problem.method}")
-    tic = time.perf_counter()
-    for t in bar:
-        loglik[t] = gibbs_step(problem, state, rng)
-        if t + 1 == burnin:
-            elapsed["burnin"] = time.perf_counter() - tic
-            tic = time.perf_counter()
-        if t >= burnin and (t + 1 - burnin) % thin == 0:
-            thetas[s], pis[s] = state.Theta_VC, state.Pi_CC
-            mu_sum += state.Theta_VC @ state.Pi_CC @ state.Theta_VC.T
-            y_sum += state.Y_VV
-            joint[s] = log_joint(problem, state)
-            s += 1
-    elapsed.setdefault("burnin", 0.0)
-    elapsed["sampling"] = time.perf_counter() - tic
-    mu_hat = mu_sum / max(n_saved, 1)
-    y_hat = np.where(problem.obs_VV, y_sum / max(n_saved, 1), mu_hat)
-    return FitResult(
-        mu_hat=mu_hat,
-        factors={"theta": thetas.mean(axis=0), "pi": pis.mean(axis=0)},
-        n_iter=n_iter, elapsed=elapsed,
-        y_hat=y_hat if is_private(problem) else None,
-        samples={"theta": thetas, "pi": pis}, log_joint=joint, trace={"loglik": loglik},
-        extra={"init_loglik": init_scores},
-    )
+class CommunityChain:
+    """One chain (see :class:`lppf.mcmc._driver.Chain`) from :func:`best_initial_state`."""
+
+    def __init__(self, problem: Problem, fix: dict[str, np.ndarray], n_components: int,
+                 burnin: int, rng: np.random.Generator):
+        self.state, scores = best_initial_state(problem, n_components, fix,
+                                                min(INIT_ITER, burnin), rng)
+        self.info = {"loglik": scores}
+        self.problem, self.rng = problem, rng
+
+    def sweep(self) -> float:
+        return gibbs_step(self.problem, self.state, self.rng)
+
+    def factors(self) -> dict[str, np.ndarray]:
+        return {"theta": self.state.Theta_VC, "pi": self.state.Pi_CC}
+
+    def mu(self) -> np.ndarray:
+        return self.state.Theta_VC @ self.state.Pi_CC @ self.state.Theta_VC.T
+
+    def counts(self) -> np.ndarray | None:
+        return self.state.Y_VV if is_private(self.problem) else None
+
+    def log_joint(self) -> float:
+        return log_joint(self.problem, self.state)
