@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "n_iter": 2000,  # MCMC: total iterations including burn-in; CAVI: maximum iterations
     "burnin": 1000,
     "thin": 20,
+    "n_chains": 1,  # MCMC: independent chains, samples pooled
     "tol": 1e-5,  # CAVI: stop when the relative change of mu_hat drops below (0: never)
     "restarts": 1,  # CAVI: random restarts, best ELBO kept
     "seed": None,  # None: a fresh seed, recorded in ``seed_``
@@ -93,7 +94,8 @@ class _PoissonFactorization:
                  method: str = DEFAULTS["method"], inference: str = DEFAULTS["inference"],
                  a0: float = DEFAULTS["a0"], b0: float = DEFAULTS["b0"],
                  n_iter: int = DEFAULTS["n_iter"], burnin: int = DEFAULTS["burnin"],
-                 thin: int = DEFAULTS["thin"], tol: float = DEFAULTS["tol"],
+                 thin: int = DEFAULTS["thin"], n_chains: int = DEFAULTS["n_chains"],
+                 tol: float = DEFAULTS["tol"],
                  restarts: int = DEFAULTS["restarts"], seed: int | None = DEFAULTS["seed"],
                  threads: int | None = DEFAULTS["threads"],
                  progress: bool = DEFAULTS["progress"]) -> None:
@@ -105,6 +107,7 @@ class _PoissonFactorization:
         self.n_iter = n_iter
         self.burnin = burnin
         self.thin = thin
+        self.n_chains = n_chains
         self.tol = tol
         self.restarts = restarts
         self.seed = seed
@@ -154,6 +157,7 @@ class _PoissonFactorization:
         if self.inference == "mcmc":
             _positive_int("burnin", self.burnin, minimum=0)
             _positive_int("thin", self.thin)
+            _positive_int("n_chains", self.n_chains)
             if self.n_iter - self.burnin < self.thin:
                 raise InputError(f"n_iter ({self.n_iter}) must exceed burnin ({self.burnin}) "
                                  f"by at least thin ({self.thin}) to keep one sample")
@@ -221,7 +225,8 @@ class _PoissonFactorization:
             from lppf.mcmc import fit_mcmc
 
             return fit_mcmc(self._model, data, n_iter=int(self.n_iter),
-                            burnin=int(self.burnin), thin=int(self.thin), **common)
+                            burnin=int(self.burnin), thin=int(self.thin),
+                            n_chains=int(self.n_chains), **common)
         from lppf.cavi import fit_cavi
 
         return fit_cavi(self._model, data, max_iter=int(self.n_iter), tol=float(self.tol),
@@ -266,10 +271,26 @@ class _PoissonFactorization:
         out.update({f"elapsed_{k}": np.float64(v) for k, v in r.elapsed.items()
                     if k != "total"})
         out.update({f"extra_{k}": np.asarray(v) for k, v in r.extra.items()})
+        out.update({f"diag_{k}": np.asarray(v) for k, v in r.diagnostics.items()})
         out["iterations"] = np.int64(r.n_iter)
         out["seed"] = np.int64(self.seed_)
         out["config"] = np.array(json.dumps(self.config(input_path), sort_keys=True))
         return out
+
+    def to_inference_data(self):
+        """The MCMC samples as an ``arviz.InferenceData``: posterior factors and mu at the
+        diagnosed cells (chain, draw, ...), the post-burn-in log likelihood in
+        ``sample_stats`` (:func:`lppf.diagnostics.to_inference_data`)."""
+        if not hasattr(self, "result_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted yet; call fit first")
+        r = self.result_
+        if not r.diagnostics:
+            raise ValueError("to_inference_data needs an MCMC fit (inference='mcmc')")
+        from lppf.diagnostics import to_inference_data
+
+        n_chains = int(r.extra["n_chains"])
+        loglik = np.reshape(r.trace["loglik"], (n_chains, -1))[:, int(self.burnin):]
+        return to_inference_data(r.samples, loglik, r.diagnostics["mu_cells"], n_chains)
 
     def save(self, path: str | os.PathLike[str], *,
              input_path: str | os.PathLike[str] | None = None) -> None:

@@ -19,6 +19,7 @@ from typing import Protocol
 import numpy as np
 from tqdm import tqdm
 
+from lppf.diagnostics import chain_diagnostics, diagnostic_cells
 from lppf.results import FitResult
 
 
@@ -52,13 +53,16 @@ def chain_rngs(rng: np.random.Generator, n_chains: int) -> list[np.random.Genera
     return [np.random.default_rng(child) for child in children]
 
 
-def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, bar) -> dict:
+def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarray,
+              bar) -> dict:
     """Run one chain; return its saved factors (S, ...), log joints (S,), loglik trace,
-    sums of mu and of the true counts over saved samples and seconds per phase."""
+    sums of mu and of the true counts over saved samples, mu at ``cells`` (S, m) and
+    seconds per phase."""
     S = n_saved(n_iter, burnin, thin)
     saved: dict[str, list] = {}
     log_joint = np.empty(S)
     loglik = np.empty(n_iter)
+    mu_cells = np.empty((S, len(cells)))
     mu_sum, y_sum = 0.0, None
     elapsed = {"burnin": 0.0, "sampling": 0.0}
     start = time.perf_counter()
@@ -70,7 +74,9 @@ def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, bar) -> dict:
         if it >= burnin and (it + 1 - burnin) % thin == 0:
             for name, value in chain.factors().items():
                 saved.setdefault(name, []).append(np.array(value))
-            mu_sum = mu_sum + chain.mu()
+            mu = chain.mu()
+            mu_sum = mu_sum + mu
+            mu_cells[s] = mu[cells[:, 0], cells[:, 1]]
             y = chain.counts()
             if y is not None:
                 y_sum = y if y_sum is None else y_sum + y
@@ -79,7 +85,8 @@ def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, bar) -> dict:
         bar.update()
     elapsed["sampling"] = time.perf_counter() - start - elapsed["burnin"]
     return {"samples": {k: np.stack(v) for k, v in saved.items()}, "log_joint": log_joint,
-            "loglik": loglik, "mu_sum": mu_sum, "y_sum": y_sum, "elapsed": elapsed}
+            "loglik": loglik, "mu_sum": mu_sum, "y_sum": y_sum, "elapsed": elapsed,
+            "mu_cells": mu_cells}
 
 
 def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], *,
@@ -94,9 +101,11 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
     ``elapsed`` sums the seconds of the starts (key ``start_key``; ``"burnin"`` counts them
     in the burn-in), ``burnin`` and ``sampling`` over chains; ``extra`` holds the start
     information of each chain (``{info_key}_*``, one row per chain when there are several)
-    and ``n_chains``.
+    and ``n_chains``; ``diagnostics`` R-hat and ESS (:func:`lppf.diagnostics.chain_diagnostics`)
+    and ``mu_cells`` (n_chains, S, m), mu at the diagnosed cells.
     """
     S = n_saved(n_iter, burnin, thin)
+    cells = diagnostic_cells(mask)
     runs, starts = [], []
     elapsed = {start_key: 0.0, "burnin": 0.0, "sampling": 0.0}
     bar = tqdm(total=n_iter * n_chains, disable=not progress, file=sys.stderr, unit="it",
@@ -106,7 +115,7 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
             tic = time.perf_counter()
             chain, info = make_chain(chain_rng)
             elapsed[start_key] += time.perf_counter() - tic
-            runs.append(run_chain(chain, n_iter, burnin, thin, bar))
+            runs.append(run_chain(chain, n_iter, burnin, thin, cells, bar))
             starts.append(info)
             for k, v in runs[-1]["elapsed"].items():
                 elapsed[k] += v
@@ -121,10 +130,13 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
                                  np.stack([np.asarray(s[k]) for s in starts]))
              for k in starts[0]}
     extra["n_chains"] = n_chains
+    mu_cells = np.stack([r["mu_cells"] for r in runs])
+    diagnostics = chain_diagnostics(loglik[:, burnin:], mu_cells, cells)
     return FitResult(
         mu_hat=mu_hat,
         factors={k: v.mean(axis=0) for k, v in samples.items()},
         n_iter=n_iter, elapsed=elapsed, y_hat=y_hat, samples=samples,
         log_joint=np.concatenate([r["log_joint"] for r in runs]),
         trace={"loglik": loglik[0] if n_chains == 1 else loglik}, extra=extra,
+        diagnostics={**diagnostics, "mu_cells": mu_cells},
     )

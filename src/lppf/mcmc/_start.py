@@ -35,7 +35,7 @@ from scipy import special
 from lppf.cavi.expectations import collapsed_local
 from lppf.results import PRIVATE_METHODS, FitData
 
-RESTARTS = 8  # independent EM runs; the best by the observed-data log likelihood is kept
+RESTARTS = 16  # independent EM runs; the best by the observed-data log likelihood is kept
 INNER = 10  # multiplicative M-step updates per E step
 _TINY = 1e-300
 
