@@ -48,7 +48,10 @@ def test_fit_sets_attributes_and_saves(counts, method, tmp_path):
         assert int(z["seed"]) == 0 and int(z["iterations"]) == 12
     expected = {"mu_hat", "theta", "phi", "theta_samples", "phi_samples", "log_joint",
                 "trace_loglik", "elapsed_seconds", "elapsed_burnin", "elapsed_sampling",
-                "iterations", "seed", "config"}
+                "iterations", "seed", "config", "extra_start_loglik", "extra_n_chains",
+                "diag_rhat_loglik", "diag_ess_bulk_loglik", "diag_ess_tail_loglik",
+                "diag_cells", "diag_rhat_mu", "diag_ess_bulk_mu", "diag_ess_tail_mu",
+                "diag_mu_cells"}
     assert keys == expected | ({"y_hat"} if method.startswith("private") else set())
     assert config["method"] == method and config["model"] == "pmf"
     assert config["input"] == "in.npz" and config["numba_threads"] >= 1

@@ -38,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "max_iter": 2000,  # MCMC: total iterations including burn-in; CAVI: maximum iterations
     "burnin": 1000,
     "thin": 20,
+    "n_chains": 1,  # MCMC: independent chains, samples pooled
     "tol": 1e-5,  # CAVI: stop when the relative change of mu_hat drops below (0: never)
     "restarts": 1,  # CAVI: random restarts, best ELBO kept
     "random_state": None,  # int, None (a fresh seed) or a numpy Generator; see ``seed_``
@@ -57,7 +58,8 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
                  method: str = DEFAULTS["method"], inference: str = DEFAULTS["inference"],
                  a0: float = DEFAULTS["a0"], b0: float = DEFAULTS["b0"],
                  max_iter: int = DEFAULTS["max_iter"], burnin: int = DEFAULTS["burnin"],
-                 thin: int = DEFAULTS["thin"], tol: float = DEFAULTS["tol"],
+                 thin: int = DEFAULTS["thin"], n_chains: int = DEFAULTS["n_chains"],
+                 tol: float = DEFAULTS["tol"],
                  restarts: int = DEFAULTS["restarts"],
                  random_state: int | np.random.Generator | None = DEFAULTS["random_state"],
                  threads: int | None = DEFAULTS["threads"],
@@ -70,6 +72,7 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.max_iter = max_iter
         self.burnin = burnin
         self.thin = thin
+        self.n_chains = n_chains
         self.tol = tol
         self.restarts = restarts
         self.random_state = random_state
@@ -81,7 +84,8 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     def _check_params(self) -> None:
         check_params(method=self.method, inference=self.inference,
                      n_components=self.n_components, a0=self.a0, b0=self.b0,
-                     max_iter=self.max_iter, burnin=self.burnin, thin=self.thin, tol=self.tol,
+                     max_iter=self.max_iter, burnin=self.burnin, thin=self.thin,
+                     n_chains=self.n_chains, tol=self.tol,
                      restarts=self.restarts, random_state=self.random_state,
                      threads=self.threads)
 
@@ -140,7 +144,8 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
             from lppf.mcmc import fit_mcmc
 
             return fit_mcmc(model, data, n_iter=int(self.max_iter),
-                            burnin=int(self.burnin), thin=int(self.thin), **common)
+                            burnin=int(self.burnin), thin=int(self.thin),
+                            n_chains=int(self.n_chains), **common)
         from lppf.cavi import fit_cavi
 
         return fit_cavi(model, data, max_iter=int(self.max_iter), tol=float(self.tol),
@@ -261,10 +266,26 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         out.update({f"elapsed_{k}": np.float64(v) for k, v in r.elapsed.items()
                     if k != "total"})
         out.update({f"extra_{k}": np.asarray(v) for k, v in r.extra.items()})
+        out.update({f"diag_{k}": np.asarray(v) for k, v in r.diagnostics.items()})
         out["iterations"] = np.int64(r.n_iter)
         out["seed"] = np.int64(self.seed_)
         out["config"] = np.array(json.dumps(self.config(input_path), sort_keys=True))
         return out
+
+    def to_inference_data(self):
+        """The MCMC samples as an ``arviz.InferenceData``: posterior factors and mu at the
+        diagnosed cells (chain, draw, ...), the post-burn-in log likelihood in
+        ``sample_stats`` (:func:`lppf.diagnostics.to_inference_data`)."""
+        if not hasattr(self, "result_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted yet; call fit first")
+        r = self.result_
+        if not r.diagnostics:
+            raise ValueError("to_inference_data needs an MCMC fit (inference='mcmc')")
+        from lppf.diagnostics import to_inference_data
+
+        n_chains = int(r.extra["n_chains"])
+        loglik = np.reshape(r.trace["loglik"], (n_chains, -1))[:, int(self.burnin):]
+        return to_inference_data(r.samples, loglik, r.diagnostics["mu_cells"], n_chains)
 
     def save(self, path: str | os.PathLike[str], *,
              input_path: str | os.PathLike[str] | None = None) -> None:

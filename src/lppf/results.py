@@ -51,6 +51,10 @@ class FitResult:
     variational : variational parameters (CAVI), e.g. ``{"theta_shape": ..., "theta_rate": ...}``.
     elapsed : seconds per phase, e.g. ``{"burnin": s, "sampling": s}``.
     n_iter : iterations run.
+    extra : backend-specific details, e.g. ``{"n_chains": 2, "start_loglik": ...}``.
+    diagnostics : MCMC convergence diagnostics (:mod:`lppf.diagnostics`): ``rhat_loglik``,
+        ``ess_bulk_loglik``, ``ess_tail_loglik`` (scalars), ``cells`` (m, 2), ``rhat_mu``,
+        ``ess_bulk_mu``, ``ess_tail_mu`` (m,), ``mu_cells`` (n_chains, S, m).
     """
 
     mu_hat: np.ndarray
@@ -63,3 +67,4 @@ class FitResult:
     trace: dict[str, np.ndarray] = field(default_factory=dict)
     variational: dict[str, np.ndarray] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    diagnostics: dict[str, np.ndarray] = field(default_factory=dict)

@@ -50,7 +50,7 @@ def _float(name: str, value: Any, allow_zero: bool = False) -> float:
 
 def check_params(*, method: str, inference: str, n_components: Any, a0: Any, b0: Any,
                  max_iter: Any, burnin: Any, thin: Any, tol: Any, restarts: Any,
-                 random_state: Any = None, threads: Any = None) -> None:
+                 n_chains: Any = 1, random_state: Any = None, threads: Any = None) -> None:
     """Check the settings of a fit. MCMC keeps ``(max_iter - burnin) // thin`` samples: at
     least one is required. ``random_state``: None, a seed or a numpy Generator."""
     if method not in METHODS:
@@ -71,6 +71,7 @@ def check_params(*, method: str, inference: str, n_components: Any, a0: Any, b0:
     if inference == "mcmc":
         _int("burnin", burnin, minimum=0)
         _int("thin", thin)
+        _int("n_chains", n_chains)
         if max_iter - burnin < thin:
             raise InputError(f"max_iter ({max_iter}) must exceed burnin ({burnin}) by at least "
                              f"thin ({thin}) to keep one sample", "burnin")

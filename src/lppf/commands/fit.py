@@ -16,6 +16,7 @@ import numba
 import numpy as np
 
 from lppf._numba import threads as numba_threads
+from lppf.diagnostics import warning_line
 from lppf.estimators import DEFAULTS, CommunityModel, PoissonMF
 from lppf.io import InputError, check_output, load_npy, load_npz, require_key
 from lppf.results import INFERENCES, METHODS, MODELS
@@ -40,6 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="default %(default)s")
     p.add_argument("--thin", type=int, default=DEFAULTS["thin"], metavar="T",
                    help="save every T-th iteration after burn-in (default %(default)s)")
+    p.add_argument("--chains", type=int, default=DEFAULTS["n_chains"], metavar="N",
+                   help="MCMC: independent chains, samples pooled (default %(default)s)")
+    p.add_argument("--idata", type=Path, metavar="OUT.nc",
+                   help="MCMC: also write the samples as ArviZ InferenceData (netCDF)")
     p.add_argument("--tol", type=float, default=DEFAULTS["tol"],
                    help="CAVI relative tolerance on mu_hat; 0 runs all iterations "
                         "(default %(default)s)")
@@ -109,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
            if (path := getattr(args, f"fix_{name}")) is not None}
     estimator = ESTIMATORS[args.model](
         args.components, method=args.method, inference=args.inference, a0=args.a0,
-        b0=args.b0, max_iter=args.iterations, burnin=args.burnin, thin=args.thin, tol=args.tol,
+        b0=args.b0, max_iter=args.iterations, burnin=args.burnin, thin=args.thin,
+        n_chains=args.chains, tol=args.tol,
         restarts=args.restarts, random_state=args.seed, threads=args.threads,
         verbose=not args.quiet and sys.stderr.isatty())
     try:  # checked before anything is printed: bad input gives one line only
@@ -120,6 +126,11 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         raise _blame(args, exc) from None
     estimator.save(args.output, input_path=args.input)
+    if args.idata is not None:
+        estimator.to_inference_data().to_netcdf(args.idata)
+    warning = warning_line(estimator.result_.diagnostics)
+    if warning is not None:
+        print(f"lppf fit: {args.output}: {warning}", file=sys.stderr)
     print(f"{args.output}: {args.model} {args.method} {args.inference}, K={args.components}, "
           f"{estimator.n_iter_} iterations in {estimator.elapsed_['total']:.1f} s",
           file=sys.stderr)

@@ -14,11 +14,14 @@ _BACKENDS = {"pmf": ("lppf.mcmc.pmf", "fit_pmf_mcmc"),
 
 def fit_mcmc(model: str, data: FitData, *, method: str, n_components: int, a0: float,
              b0: float, n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
-             threads: int | None = None, progress: bool = False) -> FitResult:
-    """Run the Gibbs sampler of ``model`` (``"pmf"`` or ``"community"``); see the backends."""
+             threads: int | None = None, progress: bool = False, n_chains: int = 1
+             ) -> FitResult:
+    """Run ``n_chains`` chains of the Gibbs sampler of ``model`` (``"pmf"`` or
+    ``"community"``), samples pooled (:mod:`lppf.mcmc._driver`); see the backends."""
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; choose from {MODELS}")
     module, name = _BACKENDS[model]
     fit = getattr(importlib.import_module(module), name)
     return fit(data, method=method, n_components=n_components, a0=a0, b0=b0, n_iter=n_iter,
-               burnin=burnin, thin=thin, rng=rng, threads=threads, progress=progress)
+               burnin=burnin, thin=thin, rng=rng, threads=threads, progress=progress,
+               n_chains=n_chains)

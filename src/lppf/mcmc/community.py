@@ -15,33 +15,29 @@ terms. One iteration:
    c as sender and receiver. Column sums of Theta are kept up to date, so a sweep costs
    O(V C^2 + held-out cells x C).
 
-The model mixes poorly (local modes). The chain starts from the best of ``INIT_CHAINS``
-seeded chains of ``min(INIT_ITER, burnin)`` iterations, each started from spectral
-communities (k-means with its own seed) and scaled so that the mean rate matches the mean
-observed count. "Best" is the highest mean log likelihood over the second half of a chain;
-the chains' scores are returned in ``extra["init_loglik"]`` to show the spread.
+The model mixes poorly (local modes). Each chain starts at the best of ``INIT_CHAINS`` EM
+fits of the observed data (:mod:`lppf.mcmc._start`), ranked by the observed-data log
+likelihood; their scores are returned in ``extra["init_loglik"]`` to show the spread.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-import time
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
-from scipy import cluster, linalg, stats
-from tqdm import tqdm
+from scipy import stats
 
 from lppf import counts
 from lppf._numba import CHUNK, chunk_seeds
 from lppf._numba import threads as numba_threads
 from lppf.io import InputError
-from lppf.results import METHODS, FitData, FitResult
+from lppf.mcmc._driver import run_chains
+from lppf.mcmc._start import RESTARTS, best_start
+from lppf.results import METHODS, PRIVATE_METHODS, FitData, FitResult
 
-INIT_CHAINS = 4  # short chains from spectral starts; the best by log likelihood is kept
-INIT_ITER = 50  # iterations of each short chain (capped by burnin)
+INIT_CHAINS = RESTARTS  # EM restarts of each chain's start (lppf.mcmc._start)
 FLOOR = 1e-100  # gamma draws are floored here so that products of three never underflow
 
 
@@ -115,7 +111,7 @@ def make_problem(data: FitData, method: str, a0: float, b0: float) -> Problem:
 
 
 def is_private(problem: Problem) -> bool:
-    return problem.method in ("private", "private-collapsed")
+    return problem.method in PRIVATE_METHODS
 
 
 # ---------------------------------------------------------------- numba kernels
@@ -321,61 +317,19 @@ def log_joint(problem: Problem, state: State) -> float:
 # ---------------------------------------------------------------- initialization
 
 
-def spectral_theta(problem: Problem, n_components: int, rng: np.random.Generator) -> np.ndarray:
-    """Hard communities from the top eigenvectors of ``A + A^T`` (A: observed counts,
-    negative ones as 0), rows normalized, k-means; ``theta_ic = 1`` in the own community, else 0.1.
-    """
-    A = np.where(problem.obs_VV, np.maximum(problem.Ytil_VV, 0), 0).astype(float)
-    V, C = A.shape[0], min(n_components, A.shape[0])
-    _, U = linalg.eigh(A + A.T, subset_by_index=[V - C, V - 1])
-    X = U / np.maximum(np.linalg.norm(U, axis=1, keepdims=True), FLOOR)
-    codebook, _ = cluster.vq.kmeans(X, C, seed=rng)
-    labels, _ = cluster.vq.vq(X, codebook)
-    Theta = np.full((V, n_components), 0.1)
-    Theta[np.arange(V), labels] = 1.0
-    return Theta
-
-
-def initial_state(problem: Problem, n_components: int, fix: dict[str, np.ndarray],
-                  rng: np.random.Generator) -> State:
-    """Spectral communities, a random Pi, both scaled so that the mean rate over the observed
-    cells matches the mean observed count; true counts start at ``max(y~, 0)``."""
-    V, C = problem.Ytil_VV.shape[0], n_components
-    obs = problem.obs_VV
-    Theta = fix["theta"].copy() if problem.fix_theta else spectral_theta(problem, C, rng)
-    Pi = fix["pi"].copy() if problem.fix_pi else rng.gamma(1.0, 1.0, (C, C))
-    Y = np.where(obs, np.maximum(problem.Ytil_VV, 0), 0).astype(np.int32)
-    target = max(Y[obs].mean() if obs.any() else 1.0, 1e-2)
-    current = float(np.sum(Pi * observed_pair_sums(problem, Theta))) / max(obs.sum(), 1)
-    scale = target / max(current, FLOOR)
-    if not problem.fix_pi:
-        Pi = Pi * scale
-    elif not problem.fix_theta:
-        Theta = Theta * np.sqrt(scale)
-    state = State(Theta_VC=np.ascontiguousarray(Theta), Pi_CC=np.ascontiguousarray(Pi), Y_VV=Y)
+def make_state(problem: Problem, Theta_VC: np.ndarray, Pi_CC: np.ndarray,
+               rng: np.random.Generator) -> State:
+    """A state at the given factors; true counts start at ``max(y~, 0)``, ``private``'s
+    noise rates at random around their prior mean alpha / (1 - alpha)."""
+    V = problem.Ytil_VV.shape[0]
+    Y = np.where(problem.obs_VV, np.maximum(problem.Ytil_VV, 0), 0).astype(np.int32)
+    state = State(Theta_VC=np.ascontiguousarray(Theta_VC), Pi_CC=np.ascontiguousarray(Pi_CC),
+                  Y_VV=Y)
     if problem.method == "private":
         mean = problem.alpha_VV / (1.0 - problem.alpha_VV)
         state.lam_plus_VV = rng.exponential(1.0, (V, V)) * mean
         state.lam_minus_VV = rng.exponential(1.0, (V, V)) * mean
     return state
-
-
-def best_initial_state(problem: Problem, n_components: int, fix: dict[str, np.ndarray],
-                       n_iter: int, rng: np.random.Generator) -> tuple[State, np.ndarray]:
-    """Run ``INIT_CHAINS`` chains of ``n_iter`` iterations from :func:`initial_state`; keep
-    the one with the highest mean log likelihood over its second half, returned with all
-    chains' scores. (Not the log joint: with ``a0 < 1`` the prior density of near-zero
-    factors dominates it and says little about the fit.)"""
-    if n_iter == 0 or (problem.fix_theta and problem.fix_pi):
-        return initial_state(problem, n_components, fix, rng), np.empty(0)
-    best, scores = None, []
-    for _ in range(INIT_CHAINS):
-        state = initial_state(problem, n_components, fix, rng)
-        loglik = [gibbs_step(problem, state, rng) for _ in range(n_iter)]
-        scores.append(float(np.mean(loglik[n_iter // 2:])))
-        if scores[-1] >= max(scores):
-            best = state
-    return best, np.array(scores)
 
 
 # ---------------------------------------------------------------- the fit
@@ -398,15 +352,17 @@ def _check_fix(fix: dict[str, np.ndarray], V: int, C: int) -> dict[str, np.ndarr
 
 def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
                        n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
-                       threads: int | None = None, progress: bool = False) -> FitResult:
-    """Gibbs sampling for the community model; ``n_iter`` counts the ``burnin`` iterations.
+                       threads: int | None = None, progress: bool = False,
+                       n_chains: int = 1) -> FitResult:
+    """Gibbs sampling for the community model, ``n_chains`` chains pooled
+    (:func:`lppf.mcmc._driver.run_chains`); ``n_iter`` counts the ``burnin`` iterations.
 
     Samples are saved after burn-in at every ``thin``-th iteration. ``mu_hat`` (V, V) and
     ``y_hat`` (private methods; held-out cells get ``mu_hat``) are posterior means over the
     saved samples; ``samples`` holds ``theta`` (S, V, C) and ``pi`` (S, C, C); ``log_joint``
     (S,) is :func:`log_joint`; ``trace["loglik"]`` (n_iter,) is log p(y | Theta, Pi) over the
-    observed cells at the start of each iteration; ``elapsed`` has ``init`` (the short
-    chains, not counted in ``n_iter``), ``burnin`` and ``sampling`` seconds.
+    observed cells at the start of each iteration; ``elapsed`` has ``init`` (the starts,
+    not counted in ``n_iter``), ``burnin`` and ``sampling`` seconds.
     """
     if not 0 <= burnin <= n_iter - thin or thin < 1:
         raise InputError(f"need thin >= 1 and 0 <= burnin <= iterations - thin, got "
@@ -415,46 +371,41 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
     problem = make_problem(FitData(data.Y, data.alpha, data.mask, fix), method, a0, b0)
     if problem.Ytil_VV.shape[0] <= CHUNK:
         threads = 1  # a single row chunk: extra threads would only wait
+
+    def make_chain(chain_rng):
+        chain = CommunityChain(problem, fix, n_components, burnin, chain_rng)
+        return chain, chain.info
+
     with numba_threads(threads):
-        return _run(problem, fix, n_components, n_iter, burnin, thin, rng, progress)
+        return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
+                          thin=thin, rng=rng, mask=~problem.obs_VV, progress=progress,
+                          desc=f"community {method}", start_key="init", info_key="init")
 
 
-def _run(problem: Problem, fix: dict[str, np.ndarray], n_components: int, n_iter: int,
-         burnin: int, thin: int, rng: np.random.Generator, progress: bool) -> FitResult:
-    tic = time.perf_counter()
-    state, init_scores = best_initial_state(problem, n_components, fix, min(INIT_ITER, burnin),
-                                            rng)
-    elapsed = {"init": time.perf_counter() - tic}
-    V = problem.Ytil_VV.shape[0]
-    n_saved = (n_iter - burnin) // thin
-    thetas = np.empty((n_saved, V, n_components))
-    pis = np.empty((n_saved, n_components, n_components))
-    joint, loglik = np.empty(n_saved), np.empty(n_iter)
-    mu_sum, y_sum = np.zeros((V, V)), np.zeros((V, V))
-    s = 0
-    bar = tqdm(range(n_iter), disable=not progress, file=sys.stderr, unit="it",
-               desc=f"community {problem.method}")
-    tic = time.perf_counter()
-    for t in bar:
-        loglik[t] = gibbs_step(problem, state, rng)
-        if t + 1 == burnin:
-            elapsed["burnin"] = time.perf_counter() - tic
-            tic = time.perf_counter()
-        if t >= burnin and (t + 1 - burnin) % thin == 0:
-            thetas[s], pis[s] = state.Theta_VC, state.Pi_CC
-            mu_sum += state.Theta_VC @ state.Pi_CC @ state.Theta_VC.T
-            y_sum += state.Y_VV
-            joint[s] = log_joint(problem, state)
-            s += 1
-    elapsed.setdefault("burnin", 0.0)
-    elapsed["sampling"] = time.perf_counter() - tic
-    mu_hat = mu_sum / max(n_saved, 1)
-    y_hat = np.where(problem.obs_VV, y_sum / max(n_saved, 1), mu_hat)
-    return FitResult(
-        mu_hat=mu_hat,
-        factors={"theta": thetas.mean(axis=0), "pi": pis.mean(axis=0)},
-        n_iter=n_iter, elapsed=elapsed,
-        y_hat=y_hat if is_private(problem) else None,
-        samples={"theta": thetas, "pi": pis}, log_joint=joint, trace={"loglik": loglik},
-        extra={"init_loglik": init_scores},
-    )
+class CommunityChain:
+    """One chain (see :class:`lppf.mcmc._driver.Chain`) from
+    :func:`lppf.mcmc._start.best_start`."""
+
+    def __init__(self, problem: Problem, fix: dict[str, np.ndarray], n_components: int,
+                 burnin: int, rng: np.random.Generator):
+        data = FitData(problem.Ytil_VV, problem.alpha_VV, ~problem.obs_VV, fix)
+        Theta, Pi, scores = best_start(data, problem.method, n_components, burnin, rng,
+                                       model="community")
+        self.state = make_state(problem, Theta, Pi, rng)
+        self.info = {"loglik": scores}
+        self.problem, self.rng = problem, rng
+
+    def sweep(self) -> float:
+        return gibbs_step(self.problem, self.state, self.rng)
+
+    def factors(self) -> dict[str, np.ndarray]:
+        return {"theta": self.state.Theta_VC, "pi": self.state.Pi_CC}
+
+    def mu(self) -> np.ndarray:
+        return self.state.Theta_VC @ self.state.Pi_CC @ self.state.Theta_VC.T
+
+    def counts(self) -> np.ndarray | None:
+        return self.state.Y_VV if is_private(self.problem) else None
+
+    def log_joint(self) -> float:
+        return log_joint(self.problem, self.state)

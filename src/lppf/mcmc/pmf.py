@@ -20,22 +20,20 @@ generator, so results are identical for any thread count.
 from __future__ import annotations
 
 import math
-import sys
-import time
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 from numba import njit, prange
 from scipy import special, stats
-from tqdm import tqdm
 
 from lppf._numba import CHUNK, chunk_seeds
 from lppf._numba import threads as numba_threads
 from lppf.counts import sample_counts_collapsed, sample_counts_private
-from lppf.results import METHODS, FitData, FitResult
+from lppf.mcmc._driver import run_chains
+from lppf.mcmc._start import best_start
+from lppf.results import PRIVATE_METHODS, FitData, FitResult
 
-PRIVATE = ("private", "private-collapsed")
 _FLOOR = np.finfo(np.float64).tiny  # gamma draws that underflow to 0 are lifted to this
 
 
@@ -251,7 +249,7 @@ def _at_most(n_chunks: int):
 def update_counts(state: PMFState, data: FitData, rng: np.random.Generator,
                   mu: np.ndarray | None = None) -> None:
     """Resample the true counts (private methods) given y~ and mu = Theta @ Phi."""
-    if state.method not in PRIVATE:
+    if state.method not in PRIVATE_METHODS:
         return
     mu = np.matmul(state.Theta, state.Phi, out=mu)
     seeds = chunk_seeds(rng, len(state.Y))
@@ -327,7 +325,7 @@ def log_joint(state: PMFState, data: FitData, a0: float, b0: float) -> float:
     mu = state.Theta @ state.Phi
     Y = state.Y
     total = float(stats.poisson.logpmf(Y[obs], mu[obs]).sum())
-    if state.method in PRIVATE:
+    if state.method in PRIVATE_METHODS:
         alpha = np.broadcast_to(data.alpha, Y.shape)[obs]
         tau = np.abs(state.Ytil[obs] - Y[obs])
         total += float(np.sum(np.log1p(-alpha) - np.log1p(alpha) + special.xlogy(tau, alpha)))
@@ -338,70 +336,55 @@ def log_joint(state: PMFState, data: FitData, a0: float, b0: float) -> float:
 # ---------------------------------------------------------------------------- driver
 
 
-def _check_schedule(n_iter: int, burnin: int, thin: int) -> int:
-    if thin < 1 or burnin < 0 or n_iter - burnin < thin:
-        raise ValueError(f"need thin >= 1, burnin >= 0 and n_iter - burnin >= thin "
-                         f"(n_iter={n_iter}, burnin={burnin}, thin={thin})")
-    return (n_iter - burnin) // thin
+class PMFChain:
+    """One chain (see :class:`lppf.mcmc._driver.Chain`) from :func:`lppf.mcmc._start.best_start`."""
+
+    def __init__(self, data: FitData, method: str, n_components: int, a0: float, b0: float,
+                 burnin: int, rng: np.random.Generator):
+        Theta, Phi, scores = best_start(data, method, n_components, burnin, rng)
+        self.state = make_state(data, method, Theta, Phi)
+        self.info = {"loglik": scores}
+        self.data, self.a0, self.b0, self.rng = data, a0, b0, rng
+        self.W_DV = _observed_weights(data.mask)
+        self.buf = np.empty(data.Y.shape) if method in PRIVATE_METHODS else None
+
+    def sweep(self) -> float:
+        return gibbs_sweep(self.state, self.data, self.a0, self.b0, self.rng, self.W_DV,
+                           self.buf)
+
+    def factors(self) -> dict[str, np.ndarray]:
+        return {"theta": self.state.Theta, "phi": self.state.Phi}
+
+    def mu(self) -> np.ndarray:
+        return self.state.Theta @ self.state.Phi
+
+    def counts(self) -> np.ndarray | None:
+        return self.state.Y if self.state.method in PRIVATE_METHODS else None
+
+    def log_joint(self) -> float:
+        return log_joint(self.state, self.data, self.a0, self.b0)
 
 
 def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
                  n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
-                 threads: int | None = None, progress: bool = False) -> FitResult:
-    """Run the sampler for ``n_iter`` iterations (including ``burnin``), saving every
-    ``thin``-th state after the burn-in.
+                 threads: int | None = None, progress: bool = False,
+                 n_chains: int = 1) -> FitResult:
+    """Run ``n_chains`` chains of ``n_iter`` iterations (including ``burnin``), saving every
+    ``thin``-th state after the burn-in (:func:`lppf.mcmc._driver.run_chains`).
 
-    Private methods spend the first half of the burn-in on the naive sampler (true counts
-    held at ``max(y~, 0)``) and only then free the true counts: started far from the data,
-    the chain of (y, factors) moves slowly, because y is pulled toward the current mu and mu
-    toward the current y (with large counts, hundreds of iterations from a random start).
-
-    Returns mu_hat (posterior mean of mu over saved samples, every cell), posterior-mean
-    factors, y_hat (posterior mean of the true counts, private methods; for held-out cells
-    the posterior mean of mu), factor samples
-    (S, D, K) / (S, K, V), log joint of each saved state (:func:`log_joint`), the trace
-    ``loglik`` (:func:`gibbs_sweep`) and seconds for ``burnin`` and ``sampling``.
+    Each chain starts at the best of several EM fits of the observed data
+    (:mod:`lppf.mcmc._start`; ``extra["start_loglik"]`` (n_chains, restarts): their
+    scores; their seconds count in ``elapsed["burnin"]``). Returns mu_hat
+    (posterior mean of mu over saved samples, every cell), posterior-mean factors, y_hat
+    (posterior mean of the true counts, private methods; for held-out cells the posterior
+    mean of mu), factor samples (S, D, K) / (S, K, V), log joint of each saved state
+    (:func:`log_joint`), the trace ``loglik`` (:func:`gibbs_sweep`) and seconds per phase.
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose from {METHODS}")
-    n_saved = _check_schedule(n_iter, burnin, thin)
-    D, V = data.Y.shape
-    K = n_components
-    warmup = burnin // 2 if method in PRIVATE else 0
-    state = initial_state(data, "naive" if warmup else method, K, rng)
-    W_DV = _observed_weights(data.mask)
-    mu = np.empty((D, V)) if method in PRIVATE else None
-    theta_S = np.empty((n_saved, D, K))
-    phi_S = np.empty((n_saved, K, V))
-    log_joint_S = np.empty(n_saved)
-    mu_sum = np.zeros((D, V))
-    y_sum = np.zeros((D, V)) if method in PRIVATE else None
-    loglik = np.empty(n_iter)
-    elapsed = {"burnin": 0.0, "sampling": 0.0}
-    bar = tqdm(total=n_iter, disable=not progress, file=sys.stderr, unit="it",
-               desc=f"pmf {method}")
-    with numba_threads(threads), bar:
-        start = time.perf_counter()
-        for it in range(n_iter):
-            if it == warmup and state.method != method:
-                state = make_state(data, method, state.Theta, state.Phi)
-            loglik[it] = gibbs_sweep(state, data, a0, b0, rng, W_DV, mu)
-            if it == burnin - 1:
-                elapsed["burnin"] = time.perf_counter() - start
-            s, r = divmod(it + 1 - burnin, thin)
-            if it >= burnin and r == 0:
-                s -= 1
-                theta_S[s], phi_S[s] = state.Theta, state.Phi
-                mu_sum += state.Theta @ state.Phi
-                if y_sum is not None:
-                    y_sum += state.Y
-                log_joint_S[s] = log_joint(state, data, a0, b0)
-            bar.update()
-        elapsed["sampling"] = time.perf_counter() - start - elapsed["burnin"]
-    return FitResult(
-        mu_hat=mu_sum / n_saved,
-        factors={"theta": theta_S.mean(axis=0), "phi": phi_S.mean(axis=0)},
-        y_hat=None if y_sum is None else np.where(data.mask, mu_sum, y_sum) / n_saved,
-        samples={"theta": theta_S, "phi": phi_S},
-        log_joint=log_joint_S, trace={"loglik": loglik}, elapsed=elapsed, n_iter=n_iter,
-    )
+    def make_chain(chain_rng):
+        chain = PMFChain(data, method, n_components, a0, b0, burnin, chain_rng)
+        return chain, chain.info
+
+    with numba_threads(threads):
+        return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
+                          thin=thin, rng=rng, mask=data.mask, progress=progress,
+                          desc=f"pmf {method}", start_key="burnin")

@@ -1,0 +1,142 @@
+"""The MCMC driver shared by both models: schedule, chains, posterior means, timing.
+
+A model supplies a :class:`Chain`: its state, one Gibbs sweep, the rate ``mu`` and the log
+joint of the current state. The driver runs ``n_chains`` independent chains one after
+another, chain ``c`` from the generator of ``SeedSequence(entropy).spawn(c + 1)[c]`` with
+``entropy`` drawn once from the caller's generator, so chain c does not depend on how many
+chains run. Each chain: ``n_iter`` sweeps (the first ``burnin`` discarded), a sample saved
+every ``thin``-th sweep after burn-in. The samples of all chains are pooled for the
+posterior means.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+from tqdm import tqdm
+
+from lppf.diagnostics import chain_diagnostics, diagnostic_cells
+from lppf.results import FitResult
+
+
+class Chain(Protocol):
+    """One chain of a model's Gibbs sampler (its state lives in the object)."""
+
+    def sweep(self) -> float:
+        """One Gibbs iteration in place; the log likelihood of the observed cells."""
+
+    def factors(self) -> dict[str, np.ndarray]:
+        """The current factors by name (copied by the driver)."""
+
+    def mu(self) -> np.ndarray:
+        """The current rate (n_rows, n_cols), every cell."""
+
+    def counts(self) -> np.ndarray | None:
+        """The current true counts (private methods), else None."""
+
+    def log_joint(self) -> float:
+        """log joint probability of the current state."""
+
+
+def n_saved(n_iter: int, burnin: int, thin: int) -> int:
+    return (n_iter - burnin) // thin
+
+
+def chain_rngs(rng: np.random.Generator, n_chains: int) -> list[np.random.Generator]:
+    """Independent generators; the c-th does not depend on ``n_chains``."""
+    entropy = int(rng.integers(2**63))
+    children = np.random.SeedSequence(entropy).spawn(n_chains)
+    return [np.random.default_rng(child) for child in children]
+
+
+def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarray,
+              bar) -> dict:
+    """Run one chain; return its saved factors (S, ...), log joints (S,), loglik trace,
+    sums of mu and of the true counts over saved samples, mu at ``cells`` (S, m) and
+    seconds per phase."""
+    S = n_saved(n_iter, burnin, thin)
+    saved: dict[str, list] = {}
+    log_joint = np.empty(S)
+    loglik = np.empty(n_iter)
+    mu_cells = np.empty((S, len(cells)))
+    mu_sum, y_sum = 0.0, None
+    elapsed = {"burnin": 0.0, "sampling": 0.0}
+    start = time.perf_counter()
+    s = 0
+    for it in range(n_iter):
+        loglik[it] = chain.sweep()
+        if it + 1 == burnin:
+            elapsed["burnin"] = time.perf_counter() - start
+        if it >= burnin and (it + 1 - burnin) % thin == 0:
+            for name, value in chain.factors().items():
+                saved.setdefault(name, []).append(np.array(value))
+            mu = chain.mu()
+            mu_sum = mu_sum + mu
+            mu_cells[s] = mu[cells[:, 0], cells[:, 1]]
+            y = chain.counts()
+            if y is not None:
+                y_sum = y if y_sum is None else y_sum + y
+            log_joint[s] = chain.log_joint()
+            s += 1
+        bar.update()
+    elapsed["sampling"] = time.perf_counter() - start - elapsed["burnin"]
+    return {"samples": {k: np.stack(v) for k, v in saved.items()}, "log_joint": log_joint,
+            "loglik": loglik, "mu_sum": mu_sum, "y_sum": y_sum, "elapsed": elapsed,
+            "mu_cells": mu_cells}
+
+
+def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], *,
+               n_chains: int, n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
+               mask: np.ndarray, progress: bool, desc: str, start_key: str = "init",
+               info_key: str = "start") -> FitResult:
+    """Run ``n_chains`` chains built by ``make_chain(rng) -> (chain, start info)`` and pool them.
+
+    ``mu_hat`` and ``y_hat`` (private methods; held-out cells get ``mu_hat``) are means over
+    the saved samples of all chains; ``samples`` (n_chains * S, ...) stacks the chains in
+    order; ``trace["loglik"]`` is (n_iter,) for one chain, (n_chains, n_iter) for several;
+    ``elapsed`` sums the seconds of the starts (key ``start_key``; ``"burnin"`` counts them
+    in the burn-in), ``burnin`` and ``sampling`` over chains; ``extra`` holds the start
+    information of each chain (``{info_key}_*``, one row per chain when there are several)
+    and ``n_chains``; ``diagnostics`` R-hat and ESS (:func:`lppf.diagnostics.chain_diagnostics`)
+    and ``mu_cells`` (n_chains, S, m), mu at the diagnosed cells.
+    """
+    S = n_saved(n_iter, burnin, thin)
+    cells = diagnostic_cells(mask)
+    runs, starts = [], []
+    elapsed = {start_key: 0.0, "burnin": 0.0, "sampling": 0.0}
+    bar = tqdm(total=n_iter * n_chains, disable=not progress, file=sys.stderr, unit="it",
+               desc=desc)
+    with bar:
+        for chain_rng in chain_rngs(rng, n_chains):
+            tic = time.perf_counter()
+            chain, info = make_chain(chain_rng)
+            elapsed[start_key] += time.perf_counter() - tic
+            runs.append(run_chain(chain, n_iter, burnin, thin, cells, bar))
+            starts.append(info)
+            for k, v in runs[-1]["elapsed"].items():
+                elapsed[k] += v
+    total = S * n_chains
+    mu_hat = sum(r["mu_sum"] for r in runs) / total
+    y_hat = None
+    if runs[0]["y_sum"] is not None:
+        y_hat = np.where(mask, mu_hat, sum(r["y_sum"] for r in runs) / total)
+    samples = {k: np.concatenate([r["samples"][k] for r in runs]) for k in runs[0]["samples"]}
+    loglik = np.stack([r["loglik"] for r in runs])
+    extra = {f"{info_key}_{k}": (np.asarray(starts[0][k]) if n_chains == 1 else
+                                 np.stack([np.asarray(s[k]) for s in starts]))
+             for k in starts[0]}
+    extra["n_chains"] = n_chains
+    mu_cells = np.stack([r["mu_cells"] for r in runs])
+    diagnostics = chain_diagnostics(loglik[:, burnin:], mu_cells, cells)
+    return FitResult(
+        mu_hat=mu_hat,
+        factors={k: v.mean(axis=0) for k, v in samples.items()},
+        n_iter=n_iter, elapsed=elapsed, y_hat=y_hat, samples=samples,
+        log_joint=np.concatenate([r["log_joint"] for r in runs]),
+        trace={"loglik": loglik[0] if n_chains == 1 else loglik}, extra=extra,
+        diagnostics={**diagnostics, "mu_cells": mu_cells},
+    )

@@ -1,0 +1,163 @@
+"""Starting points of the PMF chains: the best of several maximum-likelihood fits.
+
+On heavy-tailed counts (a few rows and columns hold most of the mass) the Gibbs chain of
+Poisson factorization keeps the topics it starts with: with counts in the thousands the
+conditionals are so concentrated that a chain from a random start settles, within a few
+iterations, into whichever local mode is nearest and does not leave it in thousands of
+iterations. The naive warm-up made it worse for the private methods: it first fits
+``max(y~, 0)``, whose optimum puts rate on the noise, and the private chain stays there.
+
+So a chain starts at a local maximum of the likelihood of the OBSERVED data,
+``p(y~ | Theta, Phi) = prod_dv sum_y Pois(y; mu_dv) 2Geo(y~_dv - y; alpha)`` (private methods)
+or ``prod_dv Pois(y_dv; mu_dv)`` of the fixed counts (``naive``: ``max(y~, 0)``), the best of
+``RESTARTS`` runs of generalized EM, ranked by that log likelihood:
+
+* E step (private methods): ``E[y | y~, mu]`` under ``P(y) ∝ mu^y / y! alpha^|y~ - y|``
+  (:func:`lppf.cavi.expectations.collapsed_local`, which also gives ``ln p(y~ | mu)``);
+* M step: ``INNER`` multiplicative updates of Lee and Seung for the Poisson (KL)
+  likelihood of the expected counts, each of which increases it, so the observed-data
+  likelihood never decreases;
+* starts: ``theta_dk = r_d / sqrt(N) g_dk``, ``phi_kv = c_v / sqrt(N) h_kv`` with row sums
+  ``r``, column sums ``c``, total ``N`` and ``g ~ Gamma(1, 1/K)``, ``h ~ Gamma(1, 1)``: the
+  rank-one fit ``r c / N`` randomly split over the components.
+
+Each restart runs ``pilot`` E steps, the best then ``refine`` more. The Gibbs sampler that
+follows is unchanged: the start only decides which mode burn-in begins in.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from lppf.cavi.expectations import collapsed_local
+from lppf.results import PRIVATE_METHODS, FitData
+
+RESTARTS = 16  # independent EM runs; the best by the observed-data log likelihood is kept
+INNER = 10  # multiplicative M-step updates per E step
+_TINY = 1e-300
+
+
+def em_budget(burnin: int) -> tuple[int, int]:
+    """(pilot, refine) E steps for a burn-in of ``burnin`` iterations: (burnin // 2, 2 burnin).
+    Shorter pilots rank the restarts poorly (a run that ends best after 20 steps is often
+    not the one that ends best after 200)."""
+    return max(burnin // 2, 1), 2 * burnin
+
+
+def _counts(data: FitData, method: str) -> np.ndarray:
+    """The counts the M step fits when nothing is latent (naive: max(y~, 0)), 0 if held out."""
+    return np.where(data.mask, 0, np.maximum(data.Y, 0)).astype(np.float64)
+
+
+def observed_loglik(data: FitData, method: str, mu_DV: np.ndarray) -> tuple[float, np.ndarray]:
+    """(ln p(observed data | mu) over unmasked cells, the counts the M step fits).
+
+    Private methods: ``ln p(y~ | mu)`` and ``E[y | y~, mu]``; else the Poisson log
+    likelihood of the fixed counts and those counts."""
+    if method in PRIVATE_METHODS:
+        alpha = np.ascontiguousarray(np.broadcast_to(data.alpha, data.Y.shape), dtype=np.float64)
+        Ey, log_z = collapsed_local(data.Y, alpha, mu_DV, data.mask)
+        return log_z - float(mu_DV[~data.mask].sum()), Ey
+    Y = _counts(data, method)
+    obs = ~data.mask
+    return float(np.sum(special.xlogy(Y[obs], mu_DV[obs]) - mu_DV[obs])), Y
+
+
+def _m_step(Y_DV: np.ndarray, W_DV: np.ndarray, Theta_DK: np.ndarray, Phi_KV: np.ndarray,
+            fix: dict, n: int) -> None:
+    """``n`` multiplicative updates (in place) of the Poisson likelihood of ``Y_DV`` with
+    observation weights ``W_DV`` (0 = held out)."""
+    for _ in range(n):
+        if "theta" not in fix:
+            R = W_DV * Y_DV / np.maximum(Theta_DK @ Phi_KV, _TINY)
+            Theta_DK *= (R @ Phi_KV.T) / np.maximum(W_DV @ Phi_KV.T, _TINY)
+        if "phi" not in fix:
+            R = W_DV * Y_DV / np.maximum(Theta_DK @ Phi_KV, _TINY)
+            Phi_KV *= (Theta_DK.T @ R) / np.maximum(Theta_DK.T @ W_DV, _TINY)
+        np.maximum(Theta_DK, _TINY, out=Theta_DK)
+        np.maximum(Phi_KV, _TINY, out=Phi_KV)
+
+
+def _m_step_community(Y_VV: np.ndarray, W_VV: np.ndarray, Theta_VC: np.ndarray,
+                      Pi_CC: np.ndarray, fix: dict, n: int) -> None:
+    """``n`` multiplicative updates (in place) of the Poisson likelihood of ``Y_VV`` under
+    ``mu = Theta Pi Theta^T`` with weights ``W_VV``: ``pi *= (Theta^T R Theta) /
+    (Theta^T W Theta)``, ``theta *= (R Theta Pi^T + R^T Theta Pi) / (W Theta Pi^T +
+    W^T Theta Pi)`` with ``R = W Y / mu``."""
+    for _ in range(n):
+        if "pi" not in fix:
+            R = W_VV * Y_VV / np.maximum(Theta_VC @ Pi_CC @ Theta_VC.T, _TINY)
+            Pi_CC *= (Theta_VC.T @ R @ Theta_VC) / np.maximum(Theta_VC.T @ W_VV @ Theta_VC,
+                                                              _TINY)
+        if "theta" not in fix:
+            R = W_VV * Y_VV / np.maximum(Theta_VC @ Pi_CC @ Theta_VC.T, _TINY)
+            up = R @ Theta_VC @ Pi_CC.T + R.T @ Theta_VC @ Pi_CC
+            down = W_VV @ Theta_VC @ Pi_CC.T + W_VV.T @ Theta_VC @ Pi_CC
+            Theta_VC *= up / np.maximum(down, _TINY)
+        np.maximum(Theta_VC, _TINY, out=Theta_VC)
+        np.maximum(Pi_CC, _TINY, out=Pi_CC)
+
+
+MODELS = {"pmf": (lambda A, B: A @ B, _m_step),
+          "community": (lambda A, B: A @ B @ A.T, _m_step_community)}
+
+
+def em(data: FitData, method: str, A: np.ndarray, B: np.ndarray, n_steps: int,
+       model: str = "pmf") -> float:
+    """``n_steps`` generalized EM steps in place on the factors ``A``, ``B`` (pmf: Theta_DK,
+    Phi_KV; community: Theta_VC, Pi_CC); returns the final observed log likelihood."""
+    rate, m_step = MODELS[model]
+    W = (~data.mask).astype(np.float64)
+    for _ in range(n_steps):
+        _, Y = observed_loglik(data, method, rate(A, B))
+        m_step(Y, W, A, B, data.fix, INNER)
+    return observed_loglik(data, method, rate(A, B))[0]
+
+
+def random_start(data: FitData, n_components: int, rng: np.random.Generator
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The rank-one fit r c / N split at random over the components (fixed factors kept)."""
+    Y = _counts(data, "naive")
+    r_D, c_V = Y.sum(axis=1) + 1.0, Y.sum(axis=0) + 1.0
+    root = math.sqrt(max(Y.sum(), 1.0))
+    K = n_components
+    Theta = (r_D / root)[:, None] * rng.gamma(1.0, 1.0 / K, (len(r_D), K))
+    Phi = (c_V / root)[None, :] * rng.gamma(1.0, 1.0, (K, len(c_V)))
+    Theta = np.array(data.fix.get("theta", Theta), dtype=np.float64)
+    Phi = np.array(data.fix.get("phi", Phi), dtype=np.float64)
+    return Theta, Phi
+
+
+def random_start_community(data: FitData, n_components: int, rng: np.random.Generator
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """theta_ic = (r_i + c_i) / sqrt(2 N) g_ic (g ~ Gamma(1, 1)), Pi ~ Gamma(1, 1) / C:
+    actor i's expected total about its observed total; fixed factors kept."""
+    Y = _counts(data, "naive")
+    t_V = Y.sum(axis=1) + Y.sum(axis=0) + 1.0
+    C = n_components
+    Theta = (t_V / math.sqrt(2.0 * max(Y.sum(), 1.0)))[:, None] * rng.gamma(1.0, 1.0, (len(t_V), C))
+    Pi = rng.gamma(1.0, 1.0 / C, (C, C))
+    Theta = np.array(data.fix.get("theta", Theta), dtype=np.float64)
+    Pi = np.array(data.fix.get("pi", Pi), dtype=np.float64)
+    return Theta, Pi
+
+
+def best_start(data: FitData, method: str, n_components: int, burnin: int,
+               rng: np.random.Generator, model: str = "pmf"
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A, B, observed log likelihood of every restart after its pilot steps): pmf
+    (Theta_DK, Phi_KV), community (Theta_VC, Pi_CC)."""
+    pilot, refine = em_budget(burnin)
+    draw = random_start if model == "pmf" else random_start_community
+    best, scores = None, []
+    for _ in range(RESTARTS if len(data.fix) < 2 else 1):
+        A, B = draw(data, n_components, rng)
+        scores.append(em(data, method, A, B, pilot, model))
+        if scores[-1] >= max(scores):
+            best = A, B
+    A, B = best
+    em(data, method, A, B, refine, model)
+    return A, B, np.array(scores)

@@ -1,0 +1,44 @@
+"""Chains on heavy-tailed counts find the good mode from every seed.
+
+A small version of the semi-synthetic E2 case (150 x 80, K = 5): base factors ~ Gamma(0.5,
+scale 1/3), rows of theta and columns of phi rescaled by Gamma(0.05, rate 0.001) (mean 50),
+privatized at alpha 0.5, fitted with the offline schedule (300 iterations, burn-in 100). From random
+starts (and the naive warm-up) the chains of different seeds end in different local modes,
+some many times worse in KL than others.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lppf import mechanisms, synthetic
+from lppf.mcmc import fit_mcmc
+from lppf.metrics import poisson_kl
+from lppf.results import FitData
+
+SEEDS = range(3)
+
+
+@pytest.fixture(scope="module")
+def case():
+    rng = np.random.default_rng(1)
+    base = {"theta": rng.gamma(0.5, 1 / 3, (150, 5)), "phi": rng.gamma(0.5, 1 / 3, (5, 80))}
+    truth = synthetic.rescaled_truth(rng, "pmf", base, 50.0, 0.001)
+    data = FitData(mechanisms.privatize(truth["Y"], 0.5, rng), np.full((1, 1), 0.5),
+                   np.zeros(truth["Y"].shape, bool))
+    return truth["mu"], data
+
+
+def _kl(case, method: str, seed: int) -> float:
+    mu, data = case
+    fit = fit_mcmc("pmf", data, method=method, n_components=5, a0=0.1, b0=1.0, n_iter=300,
+                   burnin=100, thin=10, rng=np.random.default_rng(seed), threads=1)
+    return poisson_kl(mu, fit.mu_hat)
+
+
+def test_every_seed_reaches_the_good_mode(case):
+    """Before the EM start: KL 0.75 to 1.74 over seeds (private), naive about 1.9."""
+    kl = np.array([_kl(case, "private-collapsed", s) for s in SEEDS])
+    assert kl.max() <= 1.5 * kl.min(), kl
+    assert kl.max() < 0.5 * _kl(case, "naive", 0), kl
