@@ -16,8 +16,9 @@ rule enron_synth_maildir:
         runtime=10,
     params:
         seed=config["enron"]["synth_seed"],
+        args=config["enron"]["synth_args"],
     shell:
-        "lppf enron synth-maildir {output} --seed {params.seed} > {log} 2>&1"
+        "lppf enron synth-maildir {output} --seed {params.seed} {params.args} > {log} 2>&1"
 
 
 rule enron_download:
