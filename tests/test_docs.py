@@ -113,7 +113,7 @@ def test_python_blocks_run(doc, inputs):
     Y = small_counts()
     namespace = {"np": np, "Y": Y, "alpha": 0.5, "Y_noisy": privatize(Y, 0.5, rng=1)}
     for block in code:
-        exec(compile(block, f"{doc.name}", "exec"), namespace)  # noqa: S102
+        exec(compile(block, f"{doc.name}", "exec"), namespace)
 
 
 def test_docs_cite_nothing_outside_the_repository():
