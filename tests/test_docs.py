@@ -3,10 +3,10 @@
 Python blocks of one file run in order in one namespace that starts with small counts ``Y``,
 their privatized copy ``Y_noisy`` and ``alpha``. Bash commands run in a folder holding small
 input files under the names the docs use; ``snakemake`` commands run as dry runs there (with
-the repository's config/ and workflow/ linked in). Not run here: the set-up commands of the README (they are what CI runs,
-.ci/run), commands for a Slurm cluster where its executor plugin is not installed
-(tests/cluster/local_slurm.sh runs them on a one-node cluster), and the benchmark summary
-before any run has left benchmark files.
+the repository's config/ and workflow/ linked in). Not run here: the set-up commands of the
+README (they are what CI runs, .ci/run), commands for a Slurm cluster where its executor
+plugin is not installed (tests/cluster/local_slurm.sh runs them on a one-node cluster), and
+the benchmark summary before any run has left benchmark files.
 """
 
 import importlib.util
