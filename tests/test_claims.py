@@ -81,6 +81,9 @@ def test_coverage_and_cavi_claims():
                {"private": {0.5: 0.9, 0.9: 0.88}}, reps=1)
     card = claims.scorecard(s1)
     assert verdicts(card, "S1: 90% posterior intervals of Y cover the truth") == [claims.PASS]
+    s1.loc[s1["alpha"] == 0.5, "coverage90"] = 0.99  # over-coverage of a discrete count
+    assert verdicts(claims.scorecard(s1), "S1: 90% posterior intervals of Y cover the truth") \
+        == [claims.PASS]
     s1.loc[s1["alpha"] == 0.9, "coverage90"] = 0.7
     card = claims.scorecard(s1)
     assert verdicts(card, "S1: 90% posterior intervals of Y cover the truth") == [claims.FAIL]
@@ -109,3 +112,13 @@ def test_e4_compares_the_held_out_block_only_in_held_out_settings():
 def test_every_claim_has_a_row_when_its_experiment_is_absent(exp):
     card = claims.scorecard(e1(private_noisy=2.0))
     assert (card["experiment"] == exp).any()
+
+
+def test_e4_held_out_block_must_be_predictable():
+    means = {"private": {0.25: 1.0}, "naive": {0.25: 2.0}, "nonprivate": 1.0}
+    held = table("e4", "eps_n", [0.25], "heldout_mae", means, extra={"heldout": 10})
+    held["heldout_baseline_mae"] = 5.0
+    claim = "E4: held-out links are predictable (non-private below baseline)"
+    assert verdicts(claims.scorecard(held), claim) == [claims.PASS]
+    held["heldout_baseline_mae"] = 1.0  # the fit predicts no better than the mean count
+    assert verdicts(claims.scorecard(held), claim) == [claims.FAIL]

@@ -249,4 +249,7 @@ def test_evaluate_fit_reports_the_papers_measures():
     out = metrics.evaluate_fit("pmf", fit, truth, mask=mask, coherence=True)
     assert out["kl"] == pytest.approx(0.0) and out["topic_l1"] == pytest.approx(0.0)
     assert {"mae_y", "mae_mu", "heldout_mae", "npmi", "umass"} <= set(out)
+    observed_mean = truth["Y"][~mask].mean()
+    assert out["heldout_baseline_mae"] == pytest.approx(
+        np.abs(truth["Y"][mask] - observed_mean).mean())
     assert "coverage90" not in out

@@ -27,6 +27,8 @@ NOMINAL, COVERAGE_TOL = 0.9, 0.05
 CAVI_ERROR_RATIO = 1.5  # CAVI's error at most this many times MCMC's
 # privacy level columns and the sign that makes larger values noisier
 NOISE = {"alpha": 1, "beta_mean": 1, "eps_n": -1, "eps_mean": -1}
+S001 = "001 (Schein et al. 2019)"
+S004 = "004 (private Poisson factorization on Enron)"
 COLUMNS = ["claim", "source", "experiment", "compared", "numbers", "criterion", "verdict"]
 
 
@@ -190,8 +192,27 @@ def naive_rises(fits, exp, source, metric="mae_y", by=("K",)) -> list[dict]:
     return out
 
 
+def heldout_informative(fits, exp="e4", source=S004) -> list[dict]:
+    """The held-out links are predictable: non-private held-out MAE below the baseline of
+    predicting the mean observed count (else the comparison of methods says nothing)."""
+    df = _setting(fits_of(fits, exp), exp, heldout=True)
+    claim = f"{exp.upper()}: held-out links are predictable (non-private below baseline)"
+    if df.empty or "heldout_baseline_mae" not in df or df["heldout_baseline_mae"].isna().all():
+        return [not_run(claim, source, exp, "no heldout_baseline_mae in the table")]
+    out = []
+    for label, group in _groups(df, ["K"]):
+        fit = stat(group, "nonprivate", "heldout_mae")
+        base = stat(group, "nonprivate", "heldout_baseline_mae")
+        out.append(row(claim, source, exp, f"nonprivate, held-out block; {label}".rstrip("; "),
+                       f"held-out MAE {fit} vs mean-count baseline {base}",
+                       f"heldout_mae < heldout_baseline_mae by > {Z:g} SE", below(fit, base)))
+    return out
+
+
 def coverage_nominal(fits, exp="s1", source="000 (Schein et al. 2019, fig. 1)") -> list[dict]:
-    """Posterior intervals of Y cover the truth at their nominal rate at every noise level."""
+    """Posterior intervals of Y cover the truth at least at their nominal rate (less the
+    tolerance) at every noise level. Intervals of a discrete count over-cover where the
+    posterior is nearly a point mass (little noise), so only under-coverage fails."""
     df = fits_of(fits, exp)
     df = df[df["method"].isin(PRIVATE)] if not df.empty else df
     claim = f"{exp.upper()}: 90% posterior intervals of Y cover the truth"
@@ -199,10 +220,10 @@ def coverage_nominal(fits, exp="s1", source="000 (Schein et al. 2019, fig. 1)") 
         return [not_run(claim, source, exp, "no coverage90 in the table")]
     column = noise_column(df)
     by = df.groupby(["method", column])["coverage90"].mean()
-    ok = ((by - NOMINAL).abs() <= COVERAGE_TOL).all()
+    ok = (by >= NOMINAL - COVERAGE_TOL).all()
     numbers = "; ".join(f"{m} {column}={v:g}: {c:.3f}" for (m, v), c in by.items())
     return [row(claim, source, exp, f"private fits at every {column}", numbers,
-                f"coverage90 within {NOMINAL:g} ± {COVERAGE_TOL:g} at every level",
+                f"coverage90 >= {NOMINAL:g} - {COVERAGE_TOL:g} at every level",
                 PASS if ok else FAIL)]
 
 
@@ -232,8 +253,6 @@ def cavi_vs_mcmc(fits, exp="v1", source="002 (locally private CAVI)") -> list[di
     ]
 
 
-S001 = "001 (Schein et al. 2019)"
-S004 = "004 (private Poisson factorization on Enron)"
 
 CLAIMS: dict[str, Callable[[pd.DataFrame], list[dict]]] = {
     "e1_noisy": lambda f: private_below(f, "e1", f"{S001}, fig. 4", "kl", "KL"),
@@ -253,6 +272,7 @@ CLAIMS: dict[str, Callable[[pd.DataFrame], list[dict]]] = {
                                       "MAE", by=("K",)),
     "e4_heldout": lambda f: private_below(_setting(f, "e4", heldout=True), "e4", S004,
                                           "heldout_mae", "held-out MAE", by=("K",)),
+    "e4_informative": lambda f: heldout_informative(f),
     "s1": coverage_nominal,
     "v1": cavi_vs_mcmc,
 }

@@ -259,8 +259,9 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
 
     ``mae_y`` (mu_hat vs the true counts Y); with the true rates ``mu``: ``mae_mu`` and ``kl``;
     with the true ``phi`` (pmf): ``topic_l1`` (:func:`topic_error` of the max-joint sample);
-    with ``mask`` (True = held out): ``heldout_mae``; with ``coherence``: ``npmi`` and ``umass``
-    of every saved Phi sample; with ``private`` (``Y_noisy``, ``alpha``): ``coverage90`` over
+    with ``mask`` (True = held out): ``heldout_mae`` and ``heldout_baseline_mae`` (the
+    held-out MAE of predicting the mean observed count everywhere); with ``coherence``:
+    ``npmi`` and ``umass`` of every saved Phi sample; with ``private`` (``Y_noisy``, ``alpha``): ``coverage90`` over
     cells that were observed. Community models are evaluated off the diagonal.
     """
     Y, mu_hat = truth["Y"], np.asarray(fit["mu_hat"], dtype=float)
@@ -275,6 +276,9 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
     if mask is not None:
         out["heldout_mae"] = heldout_mae(mu_hat, Y, mask, cells)
         observed &= ~mask
+        # what a fit that learned nothing about the held-out links would score
+        out["heldout_baseline_mae"] = heldout_mae(np.full(Y.shape, Y[observed].mean()), Y,
+                                                  mask, cells)
     if coherence:
         out.update(topic_quality(Y, fit["phi_samples"] if "phi_samples" in fit else fit["phi"]))
     if private is not None:
