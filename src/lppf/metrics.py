@@ -262,7 +262,8 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
     with ``mask`` (True = held out): ``heldout_mae`` and ``heldout_baseline_mae`` (the
     held-out MAE of predicting the mean observed count everywhere); with ``coherence``:
     ``npmi`` and ``umass`` of every saved Phi sample; with ``private`` (``Y_noisy``,
-    ``alpha``): ``coverage90`` over cells that were observed. Community models are evaluated off the diagonal.
+    ``alpha``): ``coverage90`` over cells that were observed. Community models are evaluated
+    off the diagonal.
     """
     Y, mu_hat = truth["Y"], np.asarray(fit["mu_hat"], dtype=float)
     cells = ~np.eye(*Y.shape, dtype=bool) if model == "community" else None
