@@ -7,6 +7,11 @@ shapes of the Enron matrices are those of the papers (overridable); fits dominat
 the other jobs (preprocessing, evaluation, figures) are counted at a few seconds each.
 
     python bench/paper_cost.py [--configfile config/paper.yaml] [--iterations 3]
+    python bench/paper_cost.py --configfile config/design.yaml --shape e1=120x120 ...
+
+``--shape EXP=ROWSxCOLS`` (repeatable) replaces an experiment's data shape, e.g. the
+synthetic maildir's matrices of config/design.yaml. Core-hours / cores is the wall time of the
+fits on that many cores when they keep every core busy.
 """
 
 from __future__ import annotations
@@ -72,22 +77,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configfile", default="config/paper.yaml")
     parser.add_argument("--iterations", type=int, default=4)
+    parser.add_argument("--shape", action="append", default=[], metavar="EXP=ROWSxCOLS")
+    parser.add_argument("--other-job-seconds", type=float, default=OTHER_JOB_SECONDS)
     args = parser.parse_args()
+    shapes = dict(SHAPES)
+    for text in args.shape:
+        exp, _, size = text.partition("=")
+        shapes[exp] = tuple(int(n) for n in size.split("x"))
     fits, n_jobs = dry_run(args.configfile)
     keys = ["exp", "model", "K", "method", "inference"]
     rates = {}
     for key, _ in fits.groupby(keys):
         exp, model, K, method, inference = key
-        shape = SHAPES[exp]
+        shape = shapes[exp]
         rates[key] = seconds_per_iteration(shape, model, K, method, inference, args.iterations)
     fits["core_hours"] = [rates[tuple(r[k] for k in keys)] * r["iterations"] / 3600
                           for _, r in fits.iterrows()]
     table = fits.groupby("exp").agg(fits=("core_hours", "size"),
                                     core_hours=("core_hours", "sum"))
-    other = (n_jobs - len(fits)) * OTHER_JOB_SECONDS / 3600
+    # every job, fits included, pays the start-up of one lppf process
+    other = n_jobs * args.other_job_seconds / 3600
     print(table.round(1).to_string())
-    print(f"fit jobs: {len(fits)}, all jobs: {n_jobs}; fits: {table.core_hours.sum():.0f} "
-          f"core-hours, other jobs: about {other:.1f} core-hours")
+    print(f"fit jobs: {len(fits)}, all jobs: {n_jobs}; fits: {table.core_hours.sum():.2f} "
+          f"core-hours, start-up and other jobs: about {other:.1f} core-hours")
     print(Counter(fits["method"]))
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from lppf import metrics
+from lppf import metrics, synthetic
 from lppf.cli import main
 from lppf.io import save_npz
 
@@ -193,3 +193,63 @@ def test_evaluate_cli_rejects_mismatched_shapes(tmp_path, capsys):
                  "--truth", str(tmp_path / "truth.npz"), "--model", "pmf"])
     err = capsys.readouterr().err
     assert code == 2 and "mu_hat shape (3, 4)" in err and not (tmp_path / "m.json").exists()
+
+
+def _corpus(seed=0, n_docs=400, n_words=12):
+    """Random document-term counts with no empty document, and the same corpus as tokens."""
+    rng = np.random.default_rng(seed)
+    p_V = rng.uniform(0.2, 0.8, n_words)
+    Y_DV = (rng.random((n_docs, n_words)) < p_V).astype(int) * rng.integers(1, 3, (n_docs, n_words))
+    Y_DV[Y_DV.sum(axis=1) == 0, 0] = 1
+    texts = [[f"w{v}" for v in range(n_words) for _ in range(Y_DV[d, v])] for d in range(n_docs)]
+    return Y_DV, texts
+
+
+def test_coherence_agrees_with_gensim():
+    """NPMI equals gensim's c_npmi with a window spanning whole documents (document
+    co-occurrence); UMass is gensim's u_mass summed over the M (M - 1) / 2 ordered pairs
+    instead of averaged, with Mimno's +1 smoothing instead of gensim's 1e-12 per document."""
+    gensim = pytest.importorskip("gensim")
+    from gensim.models.coherencemodel import CoherenceModel
+
+    Y_DV, texts = _corpus()
+    dictionary = gensim.corpora.Dictionary(texts)
+    top_TM = metrics.top_words(np.random.default_rng(1).random((3, Y_DV.shape[1])), 5)
+    topics = [[f"w{v}" for v in row] for row in top_TM]
+    npmi = CoherenceModel(topics=topics, texts=texts, dictionary=dictionary, coherence="c_npmi",
+                          window_size=10**6, topn=5).get_coherence_per_topic()
+    np.testing.assert_allclose(metrics.npmi(Y_DV, top_TM), npmi, rtol=1e-9, atol=1e-12)
+    umass = CoherenceModel(topics=topics, corpus=[dictionary.doc2bow(t) for t in texts],
+                           dictionary=dictionary, coherence="u_mass",
+                           topn=5).get_coherence_per_topic()
+    _, co_UU, _ = metrics.document_frequencies(Y_DV, np.arange(Y_DV.shape[1]))
+    m, l = np.tril_indices(5, k=-1)
+    smoothing = np.log((co_UU[top_TM[:, m], top_TM[:, l]] + 1) / co_UU[top_TM[:, m], top_TM[:, l]])
+    np.testing.assert_allclose(metrics.umass(Y_DV, top_TM),
+                               len(m) * np.array(umass) + smoothing.sum(axis=1), rtol=1e-9)
+
+
+def test_topic_error_is_zero_for_permuted_topics_and_two_for_disjoint_ones():
+    Phi_KV = np.array([[0.7, 0.3, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5], [0.25, 0.25, 0.25, 0.25]])
+    assert metrics.topic_error(3 * Phi_KV[[2, 0, 1]], Phi_KV) == pytest.approx(0.0)
+    disjoint = np.array([[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    assert metrics.topic_error(disjoint, np.array([[1.0, 0, 0, 0], [0, 1.0, 0, 0]])) == \
+        pytest.approx(1.0)  # one exact topic (0) and one disjoint (2): mean 1
+    fit = {"phi_samples": np.stack([Phi_KV[::-1], 5 * Phi_KV]), "log_joint": np.array([-9.0, -1.0]),
+           "phi": Phi_KV[::-1]}
+    np.testing.assert_array_equal(metrics.max_joint_phi(fit), 5 * Phi_KV)
+
+
+def test_evaluate_fit_reports_the_papers_measures():
+    rng = np.random.default_rng(3)
+    truth = synthetic.pmf_truth(rng, 30, 20, 3, 1.0, 1.0)
+    fit = {"mu_hat": truth["mu"], "phi": truth["phi"], "theta": truth["theta"]}
+    mask = np.zeros(truth["Y"].shape, bool)
+    mask[:5, :5] = True
+    out = metrics.evaluate_fit("pmf", fit, truth, mask=mask, coherence=True)
+    assert out["kl"] == pytest.approx(0.0) and out["topic_l1"] == pytest.approx(0.0)
+    assert {"mae_y", "mae_mu", "heldout_mae", "npmi", "umass"} <= set(out)
+    observed_mean = truth["Y"][~mask].mean()
+    assert out["heldout_baseline_mae"] == pytest.approx(
+        np.abs(truth["Y"][mask] - observed_mean).mean())
+    assert "coverage90" not in out

@@ -101,9 +101,14 @@ def test_beta_alphas_follow_their_beta_distribution():
 def test_mean_precision_alpha_and_top_actor_mask():
     Y = np.array([[0, 4, 0], [2, 0, 1], [0, 0, 0]])
     np.testing.assert_allclose(synthetic.mean_precision_alpha(Y, 1.0), [[np.exp(-1.0 / (7 / 9))]])
-    mask = synthetic.top_actor_mask(Y, 1)  # actor 1: sent 3 + received 4 (actor 0: 4 + 2)
-    np.testing.assert_array_equal(mask, [[False, True, False], [True, True, True],
-                                         [False, True, False]])
+    # top sender: actor 0 (sent 4); top recipient: actor 1 (received 4)
+    mask = synthetic.top_actor_mask(Y, 1)
+    np.testing.assert_array_equal(mask, [[False, True, False], [False, False, False],
+                                         [False, False, False]])
+    # senders {0, 1} x recipients {1, 0}, diagonal excluded; actors keep their other cells
+    mask = synthetic.top_actor_mask(Y, 2)
+    np.testing.assert_array_equal(mask, [[False, True, False], [True, False, False],
+                                         [False, False, False]])
 
 
 def test_simulate_cli_writes_truth_alpha_and_mask(tmp_path, capsys):
@@ -123,7 +128,8 @@ def test_simulate_cli_writes_truth_alpha_and_mask(tmp_path, capsys):
     assert np.load(alpha).shape == (8, 1)
     mask = tmp_path / "mask.npy"
     assert main(["simulate", "mask", str(truth), str(mask), "--top", "2"]) == 0
-    assert np.load(mask).dtype == bool and np.load(mask).sum() == 8 * 8 - 6 * 6
+    assert np.load(mask).dtype == bool and 2 <= np.load(mask).sum() <= 2 * 2
+    np.testing.assert_array_equal(np.load(mask), synthetic.top_actor_mask(data["Y"], 2))
     factor = tmp_path / "pi.npy"
     assert main(["simulate", "factor", str(truth), str(factor), "pi"]) == 0
     np.testing.assert_array_equal(np.load(factor), data["pi"])

@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ["config.yaml", "test.yaml", "paper.yaml"]
+CONFIGS = ["config/config.yaml", ".test/config/config.yaml", "config/paper.yaml",
+           "config/design.yaml"]
+TEST_CONFIG = str(ROOT / ".test/config/config.yaml")
 pytestmark = pytest.mark.workflow
 
 
@@ -19,7 +21,7 @@ def snakemake(*args, cwd, check=True):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "NUMBA_NUM_THREADS": "1"}
     result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
+        [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "workflow/Snakefile"),
          "--directory", str(cwd), *args],
         capture_output=True, text=True, env=env, cwd=cwd,
     )
@@ -35,7 +37,7 @@ def test_lint_is_clean(tmp_path):
 
 @pytest.mark.parametrize("config", CONFIGS)
 def test_dry_run(config, tmp_path):
-    result = snakemake("-n", "--configfile", str(ROOT / "config" / config), cwd=tmp_path)
+    result = snakemake("-n", "--configfile", str(ROOT / config), cwd=tmp_path)
     text = result.stdout + result.stderr
     assert "fit" in text and "evaluate" in text and "summarize" in text
 
@@ -44,7 +46,7 @@ def test_dry_run(config, tmp_path):
 def tiny_run(tmp_path_factory):
     """The tiny config end to end, then run again after deleting one table."""
     cwd = tmp_path_factory.mktemp("workflow")
-    args = ("--configfile", str(ROOT / "config/test.yaml"), "--cores", "2")
+    args = ("--configfile", TEST_CONFIG, "--cores", "2")
     snakemake(*args, cwd=cwd)
     results = cwd / "results/test"
     fits = sorted(results.glob("*/fits/**/*.npz"))
@@ -63,7 +65,7 @@ def test_tables_and_figures_exist(tiny_run):
         assert len(list((results / exp / "figures").glob("*.pdf"))) == len(figures)
     fits = pd.read_csv(results / "tables/fits.csv")
     assert len(fits) == len(list(results.glob("*/metrics/**/*.json")))
-    assert fits["seed"].notna().all() and fits["seconds"].gt(0).all()
+    assert fits["seed"].notna().all() and fits["fit_seconds"].gt(0).all()
     assert fits["mae_y"].between(0, 1e3).all()
     assert fits.loc[fits["experiment"] == "e3", "npmi"].between(-1, 1).all()
     private = fits[(fits["method"] == "private") & (fits["inference"] == "mcmc")]
@@ -106,5 +108,69 @@ def test_resume_rebuilds_tables_without_refitting(tiny_run):
 
 def test_report_builds(tiny_run):
     _, _, _, cwd = tiny_run
-    snakemake("--configfile", str(ROOT / "config/test.yaml"), "--report", "report.html", cwd=cwd)
+    snakemake("--configfile", TEST_CONFIG, "--report", "report.html", cwd=cwd)
     assert (cwd / "report.html").stat().st_size > 10_000
+
+
+def test_claims_scorecard_is_built_and_printed(tiny_run):
+    results, _, log, _ = tiny_run
+    card = pd.read_csv(results / "tables/claims.csv")
+    assert set(card["verdict"]) <= {"PASS", "FAIL", "NOT RUN"} and len(card) >= 15
+    assert (results / "tables/claims.md").read_text().startswith("claims: ")
+    assert "claims: " in log  # the summary printed at the end of the run
+
+
+def test_snakefmt_is_clean():
+    result = subprocess.run([sys.executable, "-m", "snakefmt", "--check", str(ROOT / "workflow")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_named_targets_come_from_the_config(tmp_path):
+    config = tmp_path / "only_s1.yaml"
+    config.write_text(yaml_without_experiments(TEST_CONFIG, keep={"s1"}))
+    assert "rule fit:" in snakemake("-n", "s1", "--configfile", str(config), cwd=tmp_path).stdout
+    result = snakemake("-n", "e3", "--configfile", str(config), cwd=tmp_path, check=False)
+    assert result.returncode != 0 and "e3" in result.stdout + result.stderr
+
+
+def yaml_without_experiments(path, keep):
+    import yaml
+
+    config = yaml.safe_load(Path(path).read_text())
+    config["experiments"] = {k: v for k, v in config["experiments"].items() if k in keep}
+    return yaml.safe_dump(config)
+
+
+BAD_CONFIGS = {
+    "typo at the top": (lambda c: c.update(seeds=3), "seeds"),
+    "typo in an experiment": (lambda c: c["experiments"]["s2"].update(replicate=3), "replicate"),
+    "typo in a truth": (lambda c: c["experiments"]["s2"]["truth"].update(topicz=3), "topicz"),
+    "burn-in not below iterations": (
+        lambda c: c["experiments"]["s2"]["mcmc"].update(iterations=20, burnin=20),
+        "experiments.s2.mcmc.burnin"),
+    "labels that round equal": (
+        lambda c: c["experiments"]["e1"]["privacy"].update(alpha=[0.9, 0.9000001]),
+        "experiments.e1.privacy.alpha"),
+    "two privacy grids": (
+        lambda c: c["experiments"]["e1"]["privacy"].update(eps_n=[1.0]),
+        "experiments.e1.privacy"),
+    "unknown dataset": (
+        lambda c: c["experiments"]["e3"]["truth"].update(dataset="mails"),
+        "experiments.e3.truth.dataset"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_bad_config_is_refused_before_any_job(case, tmp_path):
+    import yaml
+
+    change, key = BAD_CONFIGS[case]
+    config = yaml.safe_load(Path(TEST_CONFIG).read_text())
+    change(config)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = snakemake("-n", "--configfile", str(path), cwd=tmp_path, check=False)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0 and key in text, text[-2000:]
+    assert "rule fit:" not in text

@@ -18,6 +18,7 @@ Conventions
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -121,6 +122,24 @@ def align_topics(Phi_hat_KV: np.ndarray, Phi_true_KV: np.ndarray) -> np.ndarray:
     return optimize.linear_sum_assignment(cost)[1]  # row indices come back sorted
 
 
+def max_joint_phi(fit) -> np.ndarray:
+    """Phi of the saved sample with the largest log joint (MCMC), else the point estimate."""
+    if "phi_samples" in fit and "log_joint" in fit and len(fit["log_joint"]):
+        return np.asarray(fit["phi_samples"][int(np.argmax(fit["log_joint"]))], dtype=float)
+    return np.asarray(fit["phi"], dtype=float)
+
+
+def topic_error(Phi_hat_KV: np.ndarray, Phi_true_KV: np.ndarray) -> float:
+    """Topic recovery error: mean over true topics of the L1 distance between each true topic
+    and its Hungarian-aligned estimate, both normalized to sum to 1 (0: perfect, 2: disjoint)."""
+    def normalized(P):
+        P = np.asarray(P, dtype=float)
+        return P / np.maximum(P.sum(axis=1, keepdims=True), np.finfo(float).tiny)
+
+    aligned = normalized(Phi_hat_KV)[align_topics(Phi_hat_KV, Phi_true_KV)]
+    return float(np.abs(aligned - normalized(Phi_true_KV)).sum(axis=1).mean())
+
+
 def _conditional_pmf(t: np.ndarray, a: np.ndarray, mu_SN: np.ndarray,
                      y_NW: np.ndarray) -> np.ndarray:
     """Mixture over samples of ``P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|`` on grids y_NW."""
@@ -206,3 +225,64 @@ def rate_samples(model: str, samples: dict[str, np.ndarray], rows: np.ndarray,
 def benchmark_seconds(path: str | os.PathLike[str]) -> float:
     """Wall-clock seconds in a Snakemake benchmark file (mean over its repeats)."""
     return float(pd.read_csv(path, sep="\t")["s"].mean())
+
+
+def _factor_samples(fit, names: tuple[str, str]) -> dict[str, np.ndarray] | None:
+    """Factor samples; a factor held fixed (no samples saved) is repeated."""
+    if not any(f"{k}_samples" in fit for k in names):
+        return None
+    n = max(len(fit[f"{k}_samples"]) for k in names if f"{k}_samples" in fit)
+    return {k: fit[f"{k}_samples"] if f"{k}_samples" in fit
+            else np.broadcast_to(fit[k], (n, *fit[k].shape)) for k in names}
+
+
+def coverage(model: str, fit, private, Y: np.ndarray, cells: np.ndarray, n_cells: int,
+             rng: np.random.Generator, level: float = 0.9) -> float:
+    """Share of ``n_cells`` random cells among ``cells`` whose true count lies in its ``level``
+    posterior interval (given the privatized ``Y_noisy`` and ``alpha``); NaN without samples."""
+    samples = _factor_samples(fit, ("theta", "phi" if model == "pmf" else "pi"))
+    if samples is None:
+        return math.nan
+    rows, cols = np.nonzero(cells)
+    pick = rng.choice(rows.size, size=min(n_cells, rows.size), replace=False)
+    rows, cols = rows[pick], cols[pick]
+    alpha = np.broadcast_to(np.asarray(private["alpha"], dtype=float), Y.shape)[rows, cols]
+    mu_SN = rate_samples(model, samples, rows, cols)
+    lower, upper = posterior_y_interval(private["Y_noisy"][rows, cols], alpha, mu_SN, level)
+    return interval_coverage(lower, upper, Y[rows, cols])
+
+
+def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
+                 private=None, coherence: bool = False, coverage_cells: int = 500,
+                 seed: int = 0) -> dict[str, float]:
+    """Every metric of one fit against the truth (mappings of arrays, e.g. loaded ``.npz``).
+
+    ``mae_y`` (mu_hat vs the true counts Y); with the true rates ``mu``: ``mae_mu`` and ``kl``;
+    with the true ``phi`` (pmf): ``topic_l1`` (:func:`topic_error` of the max-joint sample);
+    with ``mask`` (True = held out): ``heldout_mae`` and ``heldout_baseline_mae`` (the
+    held-out MAE of predicting the mean observed count everywhere); with ``coherence``:
+    ``npmi`` and ``umass`` of every saved Phi sample; with ``private`` (``Y_noisy``,
+    ``alpha``): ``coverage90`` over cells that were observed. Community models are evaluated
+    off the diagonal.
+    """
+    Y, mu_hat = truth["Y"], np.asarray(fit["mu_hat"], dtype=float)
+    cells = ~np.eye(*Y.shape, dtype=bool) if model == "community" else None
+    out = {"mae_y": mae(mu_hat, Y, cells)}
+    if "mu" in truth:
+        out["mae_mu"] = mae(mu_hat, truth["mu"], cells)
+        out["kl"] = poisson_kl(truth["mu"], mu_hat, cells)
+    if model == "pmf" and "phi" in truth and ("phi" in fit or "phi_samples" in fit):
+        out["topic_l1"] = topic_error(max_joint_phi(fit), truth["phi"])
+    observed = np.ones(Y.shape, bool) if cells is None else cells.copy()
+    if mask is not None:
+        out["heldout_mae"] = heldout_mae(mu_hat, Y, mask, cells)
+        observed &= ~mask
+        # what a fit that learned nothing about the held-out links would score
+        out["heldout_baseline_mae"] = heldout_mae(np.full(Y.shape, Y[observed].mean()), Y,
+                                                  mask, cells)
+    if coherence:
+        out.update(topic_quality(Y, fit["phi_samples"] if "phi_samples" in fit else fit["phi"]))
+    if private is not None:
+        out["coverage90"] = coverage(model, fit, private, Y, observed, coverage_cells,
+                                     np.random.default_rng(seed))
+    return out

@@ -121,12 +121,13 @@ def mean_precision_alpha(Y: np.ndarray, epsilon: float) -> np.ndarray:
 
 
 def top_actor_mask(Y_VV: np.ndarray, n_top: int) -> np.ndarray:
-    """Held-out mask (E4): every cell in a row or column of the ``n_top`` actors with the
-    largest total count sent plus received; shape (V, V), True = held out."""
-    total_V = Y_VV.sum(axis=0) + Y_VV.sum(axis=1)
-    top = np.argsort(-total_V, kind="stable")[:n_top]
+    """Held-out mask (E4, missing-link prediction): the block of the ``n_top`` largest senders
+    (row totals) x the ``n_top`` largest recipients (column totals), diagonal excluded; shape
+    (V, V), True = held out. Those actors keep all their other interactions, so a method can
+    predict the held-out links from what it learned about them elsewhere."""
+    senders = np.argsort(-Y_VV.sum(axis=1), kind="stable")[:n_top]
+    recipients = np.argsort(-Y_VV.sum(axis=0), kind="stable")[:n_top]
     mask = np.zeros(Y_VV.shape, dtype=bool)
-    mask[top, :] = True
-    mask[:, top] = True
+    mask[np.ix_(senders, recipients)] = True
+    np.fill_diagonal(mask, False)
     return mask
-

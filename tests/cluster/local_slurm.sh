@@ -6,14 +6,14 @@
 #   bash tests/cluster/local_slurm.sh          # from the repository, venv active or ./.venv
 #
 # Environment (all optional):
-#   LPPF_SLURM_CONFIGFILE  configuration to run            (default: config/test.yaml)
-#   LPPF_SLURM_SNAKEFILE   workflow to run                 (default: Snakefile)
+#   LPPF_SLURM_CONFIGFILE  configuration to run            (default: .test/config/config.yaml)
+#   LPPF_SLURM_SNAKEFILE   workflow to run                 (default: workflow/Snakefile)
 #   LPPF_SLURM_TARGETS     targets (default: "e4 v1": Enron pipeline, both models, MCMC and
 #                          CAVI, about 30 Slurm jobs; "all": the whole configuration, which
 #                          needs LPPF_SLURM_TIMEOUT=3600)
 #   LPPF_SLURM_TIMEOUT     seconds allowed per Snakemake run (default: 1200)
 #   LPPF_SLURM_KEEP=1      keep the scratch directory for inspection
-#   LPPF_SLURM_SNAPSHOT=1  run a copy of Snakefile, src, workflow, config, envs taken at the start
+#   LPPF_SLURM_SNAPSHOT=1  run a copy of src, workflow, config, .test taken at the start
 #                          (lppf imported from it via PYTHONPATH), for trees edited meanwhile
 set -euo pipefail
 
@@ -183,7 +183,7 @@ start_slurm() {
 snapshot_code() {
   CODE=$WORK/code
   mkdir -p "$CODE"
-  tar -C "$REPO" --exclude=__pycache__ -cf - Snakefile src workflow config envs | tar -C "$CODE" -xf -
+  tar -C "$REPO" --exclude=__pycache__ -cf - src workflow config .test | tar -C "$CODE" -xf -
   export PYTHONPATH=$CODE/src${PYTHONPATH:+:$PYTHONPATH}
   say "running a snapshot of the code: $CODE"
 }
@@ -202,7 +202,7 @@ run_workflow() {
   ln -sfn "$CODE/config" "$wd/config"
   # In the background, so that a signal to this script is handled at once (see teardown).
   timeout -s KILL "$TIMEOUT" snakemake "${TARGETS[@]}" --snakefile "$SNAKEFILE" --directory "$wd" \
-    --configfile "$CONFIGFILE" "$@" >"$wd.log" 2>&1 &
+    --configfile "$CONFIGFILE" --replace-workflow-config "$@" >"$wd.log" 2>&1 &
   RUNNING=$!
   if ! wait "$RUNNING"; then
     RUNNING=""
@@ -247,8 +247,8 @@ main() {
   WORK=$(mktemp -d /tmp/lppf-slurm.XXXXXX)
   chmod 0755 "$WORK"
   if [[ ${LPPF_SLURM_SNAPSHOT:-0} == 1 ]]; then snapshot_code; fi
-  CONFIGFILE=${CONFIGFILE:-$CODE/config/test.yaml}
-  SNAKEFILE=${SNAKEFILE:-$CODE/Snakefile}
+  CONFIGFILE=${CONFIGFILE:-$CODE/.test/config/config.yaml}
+  SNAKEFILE=${SNAKEFILE:-$CODE/workflow/Snakefile}
   [[ -f $CONFIGFILE ]] || fail "configuration not found: $CONFIGFILE"
   [[ -f $SNAKEFILE ]] || fail "workflow not found: $SNAKEFILE"
   say "config $CONFIGFILE, targets: ${TARGETS[*]}, scratch $WORK"

@@ -1,17 +1,23 @@
-"""Config validation, the experiment grid, seeds, input functions and wildcard constraints."""
+"""Config validation, the experiment grid (lppf.experiments), seeds, input functions."""
 
-import itertools
+import os
+import sys
 
 from snakemake.utils import validate
 
+from lppf import experiments as grid
+from lppf.results import INFERENCES, METHODS, MODELS
 from lppf.synthetic import derive_seed
 
-
 validate(config, "../schemas/config.schema.yaml")
+try:
+    grid.check_config(config)
+except grid.ConfigError as exc:
+    sys.exit(f"config: error: {exc}")
 
 R = config["results"]
 EXPERIMENTS = config["experiments"]
-PRIVATE_METHODS = ("private", "private-collapsed")
+PRIVATE_METHODS = tuple(m for m in METHODS if m.startswith("private"))
 
 
 wildcard_constraints:
@@ -21,9 +27,9 @@ wildcard_constraints:
     grid="(alpha|epsn|epsmean|beta)-[0-9.]+|true",
     rep=r"\d+",
     K=r"\d+",
-    model="pmf|community",
-    method="private-collapsed|private|naive|nonprivate",
-    inference="mcmc|cavi",
+    model="|".join(MODELS),
+    method="|".join(sorted(METHODS, key=len, reverse=True)),
+    inference="|".join(INFERENCES),
     fix="(-fix-(theta|phi|pi))?",
     factor="theta|phi|pi",
     name="[a-z_]+",
@@ -34,55 +40,19 @@ def seed(*parts):
     return derive_seed(config["seed"], *parts)
 
 
-def fmt(value):
-    """A number as it appears in file names: 0.5, 1, 2.5."""
-    return f"{value:g}"
-
-
-# ---- the grid of each experiment -------------------------------------------------------
+fmt = grid.fmt
 
 
 def settings(exp):
-    """Truth variants of an experiment: {name: {"e0": float | None, "heldout": int}}."""
-    spec = EXPERIMENTS[exp]
-    out = {}
-    for e0, top in itertools.product(spec["truth"].get("e0") or [None], spec["heldout"]):
-        parts = ([f"e0-{fmt(e0)}"] if e0 is not None else []) + (
-            [f"heldout-{top}"] if top else []
-        )
-        out["_".join(parts) or "base"] = {"e0": e0, "heldout": top}
-    return out
-
-
-GRID_PREFIX = {"alpha": "alpha", "eps_n": "epsn", "eps_mean": "epsmean", "beta_mean": "beta"}
+    return grid.settings(EXPERIMENTS[exp])
 
 
 def grids(exp):
-    """Privacy grid points: {name: (kind, value)}, e.g. {"alpha-0.5": ("alpha", 0.5)}."""
-    privacy = EXPERIMENTS[exp]["privacy"]
-    return {
-        f"{prefix}-{fmt(v)}": (kind, v)
-        for kind, prefix in GRID_PREFIX.items()
-        for v in privacy.get(kind) or []
-    }
+    return grid.grids(EXPERIMENTS[exp])
 
 
 def fits(exp):
-    """Every fit of an experiment as a dict of wildcards."""
-    spec = EXPERIMENTS[exp]
-    out = []
-    for K, setting, rep, method, inference, fix in itertools.product(
-        spec["components"],
-        settings(exp),
-        range(spec["replicates"]),
-        spec["methods"],
-        spec["inference"],
-        [""] + [f"-fix-{f}" for f in spec["fix_truth"]],
-    ):
-        for grid in ["true"] if method == "nonprivate" else grids(exp):
-            out.append(dict(exp=exp, model=spec["model"], K=K, setting=setting, grid=grid,
-                            rep=rep, method=method, inference=inference, fix=fix))
-    return out
+    return grid.fits(exp, EXPERIMENTS[exp])
 
 
 # ---- file names ------------------------------------------------------------------------
@@ -140,7 +110,9 @@ def get_truth(wildcards):
 def get_reference(wildcards):
     truth = EXPERIMENTS[wildcards.exp]["truth"]
     model = EXPERIMENTS[wildcards.exp]["model"]
-    return f"{R}/reference/{truth['dataset']}-{model}-K{truth['reference_components']}.npz"
+    return (
+        f"{R}/reference/{truth['dataset']}-{model}-K{truth['reference_components']}.npz"
+    )
 
 
 def truth_args(wildcards):
@@ -152,9 +124,13 @@ def truth_args(wildcards):
     if kind == "rescale":
         e0 = settings(wildcards.exp)[wildcards.setting]["e0"]
         top = f" --components {truth['components']}" if truth.get("components") else ""
-        return (f"rescale {get_reference(wildcards)} --model {spec['model']} --e0 {e0}"
-                f" --f0 {truth['f0']}{top} --seed {s}")
-    options = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in truth.items() if k != "e0")
+        return (
+            f"rescale {get_reference(wildcards)} --model {spec['model']} --e0 {e0}"
+            f" --f0 {truth['f0']}{top} --seed {s}"
+        )
+    options = " ".join(
+        f"--{k.replace('_', '-')} {v}" for k, v in truth.items() if k != "e0"
+    )
     return f"{kind} {options} --seed {s}"
 
 
@@ -205,28 +181,14 @@ def get_fit_inputs(wildcards):
     return inputs
 
 
-def run_args(run, inference):
-    """Iteration options of `lppf fit` for one inference method."""
-    if inference == "mcmc":
-        return f"--iterations {run['iterations']} --burnin {run['burnin']} --thin {run['thin']}"
-    return f"--iterations {run['iterations']} --tol {run['tol']} --restarts {run['restarts']}"
-
-
-def run_settings(spec, inference, fix=""):
-    """Iteration settings of a fit; fix_truth fits may have their own MCMC settings."""
-    if fix and inference == "mcmc" and spec["fixed_mcmc"]:
-        return {**spec["mcmc"], **spec["fixed_mcmc"]}
-    return spec[inference]
-
-
 def prior_args(spec):
     return "".join(f" --{k} {spec[k]}" for k in ("a0", "b0") if spec[k] is not None)
 
 
 def fit_args(wildcards, input):
     spec = EXPERIMENTS[wildcards.exp]
-    args = run_args(run_settings(spec, wildcards.inference, wildcards.fix), wildcards.inference)
-    args += prior_args(spec)
+    run = grid.run_settings(spec, wildcards.inference, wildcards.fix)
+    args = grid.run_args(run, wildcards.inference) + prior_args(spec)
     if input.mask:
         args += f" --mask {input.mask}"
     if wildcards.fix:
@@ -250,8 +212,12 @@ def grow(base):
 
 
 def get_evaluate_inputs(wildcards):
-    inputs = {"fit": fill(fit_file("fits", "npz"), wildcards), "truth": get_truth(wildcards),
-              "mask": get_mask(wildcards), "privatized": []}
+    inputs = {
+        "fit": fill(fit_file("fits", "npz"), wildcards),
+        "truth": get_truth(wildcards),
+        "mask": get_mask(wildcards),
+        "privatized": [],
+    }
     if wildcards.method in PRIVATE_METHODS and wildcards.inference == "mcmc":
         inputs["privatized"] = fill(PRIVATIZED, wildcards)
     return inputs
@@ -268,11 +234,24 @@ def evaluate_args(wildcards, input):
     if spec["coherence"] and spec["model"] == "pmf":
         args += " --coherence"
     w = wildcards
-    labels = dict(experiment=w.exp, model=spec["model"], method=w.method, inference=w.inference,
-                  K=w.K, setting=w.setting, grid=w.grid, replicate=w.rep)
+    labels = dict(
+        experiment=w.exp,
+        model=spec["model"],
+        method=w.method,
+        inference=w.inference,
+        K=w.K,
+        setting=w.setting,
+        grid=w.grid,
+        replicate=w.rep,
+    )
     labels["fix"] = wildcards.fix.removeprefix("-fix-") or "none"
-    labels.update({k: v for k, v in settings(wildcards.exp)[wildcards.setting].items()
-                   if v is not None})
+    labels.update(
+        {
+            k: v
+            for k, v in settings(wildcards.exp)[wildcards.setting].items()
+            if v is not None
+        }
+    )
     if wildcards.grid != "true":
         kind, value = grids(wildcards.exp)[wildcards.grid]
         labels[kind] = value
@@ -282,31 +261,17 @@ def evaluate_args(wildcards, input):
 
 # ---- final outputs ---------------------------------------------------------------------
 
+
 def figures(exp):
-    """Figure names of an experiment, from what it measures."""
-    spec = EXPERIMENTS[exp]
-    kind, names = spec["truth"]["kind"], []
-    if kind == "rescale":
-        names.append("kl_vs_privacy")
-    if kind == "data":
-        names.append("heldout_by_components" if max(spec["heldout"]) else "error_vs_privacy")
-    if kind == "blocks":
-        names.append("topics")
-    if kind == "community":
-        names.append("blocks")
-    if kind == "pmf" and spec["fix_truth"]:
-        names += ["posterior_y", "theta_kl"]
-    if "cavi" in spec["inference"] and "mcmc" in spec["inference"]:
-        names.append("time_vs_error")
-    return names
+    return grid.figures(EXPERIMENTS[exp])
 
 
 def experiment_outputs(exp):
     """Everything an experiment's named target builds: its tables and figures."""
-    if exp not in EXPERIMENTS:
-        return []
     return [f"{R}/{exp}/tables/fits.csv"] + [
-        f"{R}/{exp}/figures/{name}.{ext}" for name in figures(exp) for ext in ("png", "pdf")
+        f"{R}/{exp}/figures/{name}.{ext}"
+        for name in figures(exp)
+        for ext in ("png", "pdf")
     ]
 
 
@@ -316,10 +281,12 @@ def enabled():
 
 def get_final_output():
     outputs = [out for exp in enabled() for out in experiment_outputs(exp)]
-    return outputs + [f"{R}/tables/{name}" for name in ("fits.csv", "summary.csv", "summary.md")]
+    names = ("fits.csv", "summary.csv", "summary.md", "claims.csv", "claims.md")
+    return outputs + [f"{R}/tables/{name}" for name in names]
 
 
 # ---- figures ---------------------------------------------------------------------------
+
 
 def figure_fits(wildcards):
     """Fits drawn individually (first replicate and K), as wildcard dicts with paths."""
@@ -333,13 +300,19 @@ def figure_fits(wildcards):
         if (f["fix"] != "") != (wildcards.name == "theta_kl"):
             continue
         if wildcards.name == "posterior_y" and not (
-            f["method"] in PRIVATE_METHODS and f["inference"] == "mcmc"
+            f["method"] in PRIVATE_METHODS
+            and f["inference"] == "mcmc"
             and f["grid"] == figure_grid(wildcards.exp)
         ):
             continue
-        chosen.append({**f, "fit": fit_file("fits", "npz").format(**f),
-                       "truth": truth_path(f["exp"], f["setting"], f["rep"]),
-                       "privatized": PRIVATIZED.format(**f)})
+        chosen.append(
+            {
+                **f,
+                "fit": fit_file("fits", "npz").format(**f),
+                "truth": truth_path(f["exp"], f["setting"], f["rep"]),
+                "privatized": PRIVATIZED.format(**f),
+            }
+        )
     return chosen
 
 
@@ -350,9 +323,24 @@ def figure_grid(exp):
 
 def get_figure_inputs(wildcards):
     chosen = figure_fits(wildcards)
-    inputs = {"table": f"{R}/{wildcards.exp}/tables/fits.csv",
-              "fits": [f["fit"] for f in chosen],
-              "truths": sorted({f["truth"] for f in chosen})}
+    inputs = {
+        "table": f"{R}/{wildcards.exp}/tables/fits.csv",
+        "fits": [f["fit"] for f in chosen],
+        "truths": sorted({f["truth"] for f in chosen}),
+    }
     if wildcards.name == "posterior_y":
         inputs["privatized"] = sorted({f["privatized"] for f in chosen})
     return inputs
+
+
+def print_claims(path):
+    """The scorecard's summary at the end of a run (when the run built it)."""
+    import pandas as pd
+
+    from lppf import claims
+
+    if os.path.isfile(path):
+        card = pd.read_csv(path)
+        print(claims.summary(card))
+        for _, r in card[card["verdict"] != claims.PASS].iterrows():
+            print(f"  {r['verdict']}: {r['claim']} [{r['compared']}]")

@@ -8,16 +8,17 @@ rule enron_synth_maildir:
         f"{R}/logs/enron_synth_maildir.log",
     benchmark:
         f"{R}/benchmarks/enron_synth_maildir.tsv"
-    params:
-        seed=config["enron"]["synth_seed"],
+    conda:
+        "../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(1000),
         runtime=10,
-    conda:
-        "../../envs/lppf.yaml"
+    params:
+        seed=config["enron"]["synth_seed"],
+        args=config["enron"]["synth_args"],
     shell:
-        "lppf enron synth-maildir {output} --seed {params.seed} > {log} 2>&1"
+        "lppf enron synth-maildir {output} --seed {params.seed} {params.args} > {log} 2>&1"
 
 
 rule enron_download:
@@ -27,14 +28,14 @@ rule enron_download:
         f"{R}/logs/enron_download.log",
     benchmark:
         f"{R}/benchmarks/enron_download.tsv"
-    params:
-        url=config["enron"]["source"],
+    conda:
+        "../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(1000),
         runtime=120,
-    conda:
-        "../../envs/lppf.yaml"
+    params:
+        url=config["enron"]["source"],
     shell:
         "lppf enron download {params.url} {output} --quiet > {log} 2>&1"
 
@@ -48,15 +49,15 @@ rule enron_dataset:
         f"{R}/logs/enron_dataset/{{dataset}}.log",
     benchmark:
         f"{R}/benchmarks/enron_dataset/{{dataset}}.tsv"
-    params:
-        command=lambda w: config["enron"]["datasets"][w.dataset]["command"],
-        args=lambda w: config["enron"]["datasets"][w.dataset]["args"],
+    conda:
+        "../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(4000),
         runtime=60,
-    conda:
-        "../../envs/lppf.yaml"
+    params:
+        command=lambda w: config["enron"]["datasets"][w.dataset]["command"],
+        args=lambda w: config["enron"]["datasets"][w.dataset]["args"],
     shell:
         "lppf enron {params.command} {input} {output} {params.args} --quiet > {log} 2>&1"
 
@@ -70,16 +71,16 @@ rule reference_fit:
         f"{R}/logs/reference_fit/{{dataset}}-{{model}}-K{{K}}.log",
     benchmark:
         f"{R}/benchmarks/reference_fit/{{dataset}}-{{model}}-K{{K}}.tsv"
-    params:
-        inference=config["reference"]["inference"],
-        run=run_args(config["reference"]["run"], config["reference"]["inference"]),
-        seed=lambda w: seed("reference", w.dataset, w.model, w.K),
+    conda:
+        "../envs/lppf.yaml"
     threads: config["threads"]
     resources:
         mem_mb=grow(4000),
         runtime=120,
-    conda:
-        "../../envs/lppf.yaml"
+    params:
+        inference=config["reference"]["inference"],
+        run=grid.reference_args(config),
+        seed=lambda w: seed("reference", w.dataset, w.model, w.K),
     shell:
         "(export NUMBA_NUM_THREADS={threads};"
         " lppf fit {input} {output} --model {wildcards.model} --method nonprivate"

@@ -9,16 +9,16 @@ rule fit:
     log:
         fit_record("logs", "fit", "log"),
     benchmark:
-        fit_record("benchmarks", "fit", "tsv"),
-    params:
-        args=fit_args,
-        seed=fit_seed,
+        fit_record("benchmarks", "fit", "tsv")
+    conda:
+        "../envs/lppf.yaml"
     threads: config["threads"]
     resources:
         mem_mb=fit_resources("mem_mb"),
         runtime=fit_resources("runtime"),
-    conda:
-        "../../envs/lppf.yaml"
+    params:
+        args=fit_args,
+        seed=fit_seed,
     shell:
         "(export NUMBA_NUM_THREADS={threads};"
         " lppf fit {input.data} {output} --model {wildcards.model} --method {wildcards.method}"
@@ -34,16 +34,16 @@ rule evaluate:
     log:
         fit_record("logs", "evaluate", "log"),
     benchmark:
-        fit_record("benchmarks", "evaluate", "tsv"),
-    params:
-        args=evaluate_args,
-        seed=fit_seed,
+        fit_record("benchmarks", "evaluate", "tsv")
+    conda:
+        "../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(2000),
         runtime=10,
-    conda:
-        "../../envs/lppf.yaml"
+    params:
+        args=evaluate_args,
+        seed=fit_seed,
     shell:
         "lppf evaluate {input.fit} {output} --truth {input.truth} {params.args}"
         " --seed {params.seed} > {log} 2>&1"

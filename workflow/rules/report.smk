@@ -4,6 +4,7 @@
 localrules:
     aggregate,
     summarize,
+    claims,
     figure,
 
 
@@ -21,14 +22,12 @@ rule aggregate:
         f"{R}/logs/aggregate/{{exp}}.log",
     benchmark:
         f"{R}/benchmarks/aggregate/{{exp}}.tsv"
-    params:
-        benchmarks=lambda w: fit_paths(w.exp, fit_record("benchmarks", "fit", "tsv")),
+    conda:
+        "../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../../envs/lppf.yaml"
     script:
         "../scripts/aggregate.py"
 
@@ -49,14 +48,37 @@ rule summarize:
         f"{R}/logs/summarize.log",
     benchmark:
         f"{R}/benchmarks/summarize.tsv"
+    conda:
+        "../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../../envs/lppf.yaml"
     script:
         "../scripts/summarize.py"
+
+
+rule claims:
+    input:
+        f"{R}/tables/fits.csv",
+    output:
+        csv=f"{R}/tables/claims.csv",
+        md=report(
+            f"{R}/tables/claims.md",
+            caption="../report/claims.rst",
+            category="Claims",
+            labels={"experiment": "all", "table": "claims scorecard"},
+        ),
+    log:
+        f"{R}/logs/claims.log",
+    conda:
+        "../envs/lppf.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "../scripts/claims.py"
 
 
 rule figure:
@@ -74,14 +96,14 @@ rule figure:
         f"{R}/logs/figure/{{exp}}/{{name}}.log",
     benchmark:
         f"{R}/benchmarks/figure/{{exp}}/{{name}}.tsv"
-    params:
-        spec=lambda w: EXPERIMENTS[w.exp],
-        fits=lambda w: figure_fits(w),
+    conda:
+        "../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        "../../envs/lppf.yaml"
+    params:
+        spec=lambda w: EXPERIMENTS[w.exp],
+        fits=lambda w: figure_fits(w),
     script:
         "../scripts/figures.py"

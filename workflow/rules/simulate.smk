@@ -10,14 +10,14 @@ rule truth:
         f"{R}/logs/truth/{{exp}}/{{setting}}/rep{{rep}}.log",
     benchmark:
         f"{R}/benchmarks/truth/{{exp}}/{{setting}}/rep{{rep}}.tsv"
-    params:
-        args=truth_args,
+    conda:
+        "../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(2000),
         runtime=10,
-    conda:
-        "../../envs/lppf.yaml"
+    params:
+        args=truth_args,
     shell:
         "lppf simulate {params.args} {output} > {log} 2>&1"
 
@@ -31,12 +31,12 @@ rule truth_factor:
         f"{R}/logs/truth_factor/{{exp}}/{{setting}}/rep{{rep}}.{{factor}}.log",
     benchmark:
         f"{R}/benchmarks/truth_factor/{{exp}}/{{setting}}/rep{{rep}}.{{factor}}.tsv"
+    conda:
+        "../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(1000),
         runtime=5,
-    conda:
-        "../../envs/lppf.yaml"
     shell:
         "lppf simulate factor {input} {output} {wildcards.factor} > {log} 2>&1"
 
@@ -50,14 +50,14 @@ rule heldout_mask:
         f"{R}/logs/heldout_mask/{{exp}}/{{setting}}/rep{{rep}}.log",
     benchmark:
         f"{R}/benchmarks/heldout_mask/{{exp}}/{{setting}}/rep{{rep}}.tsv"
-    params:
-        top=lambda w: settings(w.exp)[w.setting]["heldout"],
+    conda:
+        "../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(1000),
         runtime=5,
-    conda:
-        "../../envs/lppf.yaml"
+    params:
+        top=lambda w: settings(w.exp)[w.setting]["heldout"],
     shell:
         "lppf simulate mask {input} {output} --top {params.top} > {log} 2>&1"
 
@@ -71,15 +71,15 @@ rule noise_level:
         f"{R}/logs/noise_level/{{exp}}/{{setting}}/{{grid}}/rep{{rep}}.log",
     benchmark:
         f"{R}/benchmarks/noise_level/{{exp}}/{{setting}}/{{grid}}/rep{{rep}}.tsv"
-    params:
-        args=noise_level_args,
-        seed=lambda w: seed(w.exp, w.setting, w.grid, w.rep, "alpha"),
+    conda:
+        "../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(1000),
         runtime=5,
-    conda:
-        "../../envs/lppf.yaml"
+    params:
+        args=noise_level_args,
+        seed=lambda w: seed(w.exp, w.setting, w.grid, w.rep, "alpha"),
     shell:
         "lppf simulate noise-level {input} {output} {params.args} --seed {params.seed} > {log} 2>&1"
 
@@ -94,14 +94,14 @@ rule privatize:
         f"{R}/logs/privatize/{{exp}}/{{setting}}/{{grid}}/rep{{rep}}.log",
     benchmark:
         f"{R}/benchmarks/privatize/{{exp}}/{{setting}}/{{grid}}/rep{{rep}}.tsv"
-    params:
-        args=privatize_args,
-        seed=lambda w: seed(w.exp, w.setting, w.grid, w.rep, "privatize"),
+    conda:
+        "../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(2000),
         runtime=10,
-    conda:
-        "../../envs/lppf.yaml"
+    params:
+        args=privatize_args,
+        seed=lambda w: seed(w.exp, w.setting, w.grid, w.rep, "privatize"),
     shell:
         "lppf privatize {input.truth} {output} {params.args} --seed {params.seed} > {log} 2>&1"

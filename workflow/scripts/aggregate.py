@@ -1,4 +1,5 @@
-"""One tidy table per experiment: a row per fit (its metrics JSON) plus the job's wall time."""
+"""One tidy table per experiment: a row per fit (its metrics JSON, which carries the fit's own
+wall time ``fit_seconds``)."""
 
 import json
 import sys
@@ -7,22 +8,16 @@ from pathlib import Path
 import pandas as pd
 
 from lppf.io import write_text
-from lppf.metrics import benchmark_seconds
 
 
-def load_rows(metric_files, benchmark_files):
-    rows = []
-    for metric, bench in zip(metric_files, benchmark_files, strict=True):
-        row = json.loads(Path(metric).read_text())
-        row["seconds"] = benchmark_seconds(bench) if Path(bench).is_file() else None
-        rows.append(row)
-    return pd.DataFrame(rows)
+def load_rows(metric_files):
+    return pd.DataFrame([json.loads(Path(metric).read_text()) for metric in metric_files])
 
 
 def main(smk):
     with open(smk.log[0], "w") as log:
         sys.stderr = log
-        table = load_rows(smk.input, smk.params.benchmarks)
+        table = load_rows(smk.input)
         write_text(smk.output[0], table.to_csv(index=False))
         print(f"{len(table)} fits -> {smk.output[0]}", file=log)
 

@@ -8,13 +8,15 @@ import pandas as pd
 import seaborn as sns
 
 from lppf import metrics
+from lppf.estimators import DEFAULTS
+from lppf.experiments import run_settings
 from lppf.io import load_npz
 
 PRIVACY = {"alpha": "alpha", "eps_n": "eps / N", "eps_mean": "eps (N = mean y)",
            "beta_mean": "mean alpha_d"}
 METRIC_NAMES = {"kl": "mean Poisson KL(mu* || mu-hat)", "mae_y": "MAE vs true Y",
                 "heldout_mae": "held-out MAE", "npmi": "NPMI", "umass": "UMass coherence",
-                "mae_mu": "MAE vs mu*"}
+                "mae_mu": "MAE vs mu*", "topic_l1": "topic error (L1, aligned)"}
 
 
 def method_label(df: pd.DataFrame) -> pd.Series:
@@ -45,8 +47,19 @@ def kl_vs_privacy(smk):
     x = privacy_column(df)
     df = spread_nonprivate(df, x)
     g = sns.relplot(df, x=x, y="kl", hue="method", col="e0", row="K", kind="line",
-                    marker="o", errorbar="sd", facet_kws={"sharey": False}, height=3)
+                    marker="o", errorbar="sd", err_style="bars", facet_kws={"sharey": False},
+                    height=3)
     g.set_axis_labels(PRIVACY[x], METRIC_NAMES["kl"])
+    return g.figure
+
+
+def topic_error_vs_privacy(smk):
+    """S2 (001 fig. 1, as a number): topic error of the max-joint sample vs the noise level."""
+    df = fits_table(smk)
+    x = privacy_column(df)
+    g = sns.relplot(spread_nonprivate(df, x), x=x, y="topic_l1", hue="method", kind="line",
+                    marker="o", errorbar="sd", err_style="bars", height=3, aspect=1.3)
+    g.set_axis_labels(PRIVACY[x], METRIC_NAMES["topic_l1"])
     return g.figure
 
 
@@ -64,7 +77,7 @@ def error_vs_privacy(smk):
     df = fits_table(smk)
     x = privacy_column(df)
     g = _metric_panels(spread_nonprivate(df, x), x, ["mae_y", "npmi", "umass"],
-                       kind="line", marker="o", errorbar="sd")
+                       kind="line", marker="o", errorbar="sd", err_style="bars")
     g.set_xlabels(PRIVACY[x])
     return g.figure
 
@@ -171,8 +184,8 @@ def posterior_y(smk, n_cells=25, seed=0):
 def theta_kl(smk):
     """S1 (000 fig. 1 right): mean elementwise Poisson KL(Theta* || Theta sample) over the
     iterations of a chain holding Phi at its true value, one line per noise level."""
-    spec = smk.params.spec
-    mcmc = {**spec["mcmc"], **(spec["fixed_mcmc"] or {})}
+    mcmc = {"burnin": DEFAULTS["burnin"], "thin": DEFAULTS["thin"],
+            **run_settings(smk.params.spec, "mcmc", "-fix")}
     frames = []
     for f, fit in _fit_grid(smk):
         truth = load_npz(f["truth"])
@@ -190,8 +203,8 @@ def time_vs_error(smk):
     """V1 (002): wall time against MAE of MCMC and CAVI fits."""
     df = fits_table(smk)
     y = "mae_mu" if df["mae_mu"].notna().any() else "mae_y"
-    g = sns.relplot(df, x="seconds", y=y, hue="method", style="K", s=80, height=3, aspect=1.4)
-    g.set_axis_labels("wall time of the fit job (s)", METRIC_NAMES[y])
+    g = sns.relplot(df, x="fit_seconds", y=y, hue="method", style="K", s=80, height=3, aspect=1.4)
+    g.set_axis_labels("wall time of the fit (s)", METRIC_NAMES[y])
     return g.figure
 
 

@@ -8,17 +8,18 @@ from lppf.io import write_text
 
 KEYS = ["experiment", "model", "method", "inference", "fix", "K", "setting", "grid"]
 PARAMETERS = ["e0", "heldout", "alpha", "eps_n", "eps_mean", "beta_mean"]
-METRICS = ["mae_y", "mae_mu", "kl", "heldout_mae", "npmi", "umass", "coverage90", "seconds"]
+METRICS = ["mae_y", "mae_mu", "kl", "topic_l1", "heldout_mae", "heldout_baseline_mae", "npmi",
+           "umass", "coverage90", "fit_seconds"]
 
 
 def summarize(fits: pd.DataFrame) -> pd.DataFrame:
-    """Mean and sd over replicates of every metric, one row per setting."""
+    """Mean, sd and number n of replicates of every metric, one row per setting."""
     metrics = [m for m in METRICS if m in fits and fits[m].notna().any()]
     keys = KEYS + [p for p in PARAMETERS if p in fits]
     grouped = fits.groupby(keys, sort=True, dropna=False)[metrics]
-    summary = grouped.agg(["mean", "std"])
-    summary.columns = [f"{m}_{stat}" for m, stat in summary.columns]
-    summary.insert(0, "replicates", grouped.size())
+    summary = grouped.agg(["mean", "std", "count"])
+    summary.columns = [f"{m}_{stat}".replace("_std", "_sd").replace("_count", "_n")
+                       for m, stat in summary.columns]
     return summary.reset_index()
 
 

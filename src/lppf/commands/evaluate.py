@@ -2,6 +2,7 @@
 
 Metrics (see :mod:`lppf.metrics`): ``mae_y`` (mu_hat vs the true counts), ``mae_mu`` and
 ``kl`` (vs the true rates, when the truth has ``mu``), ``heldout_mae`` (with ``--mask``),
+``topic_l1`` (pmf truths with ``phi``: topic recovery of the max-joint sample),
 ``npmi`` and ``umass`` (``--coherence``; every saved Phi sample, true counts as reference
 corpus), ``coverage90`` (``--privatized``: share of random observed cells whose true count lies
 in the 90% posterior interval). Community models are evaluated off the diagonal.
@@ -46,30 +47,6 @@ def _load_mask(path, shape) -> np.ndarray:
     return mask.astype(bool)
 
 
-def _samples(fit: dict, names: tuple[str, ...]) -> dict[str, np.ndarray] | None:
-    """Factor samples; a factor held fixed (no samples saved) is repeated."""
-    if f"{names[0]}_samples" not in fit and f"{names[1]}_samples" not in fit:
-        return None
-    n = max(len(fit[f"{k}_samples"]) for k in names if f"{k}_samples" in fit)
-    return {k: fit[f"{k}_samples"] if f"{k}_samples" in fit
-            else np.broadcast_to(fit[k], (n, *fit[k].shape)) for k in names}
-
-
-def coverage(model: str, fit: dict, private: dict, Y: np.ndarray, cells: np.ndarray,
-             n_cells: int, rng: np.random.Generator) -> float:
-    """90% interval coverage of the true counts at ``n_cells`` random evaluated cells."""
-    samples = _samples(fit, ("theta", "phi" if model == "pmf" else "pi"))
-    if samples is None:
-        return math.nan
-    rows, cols = np.nonzero(cells)
-    pick = rng.choice(rows.size, size=min(n_cells, rows.size), replace=False)
-    rows, cols = rows[pick], cols[pick]
-    alpha = np.broadcast_to(np.asarray(private["alpha"], dtype=float), Y.shape)[rows, cols]
-    mu_SN = metrics.rate_samples(model, samples, rows, cols)
-    lower, upper = metrics.posterior_y_interval(private["Y_noisy"][rows, cols], alpha, mu_SN)
-    return metrics.interval_coverage(lower, upper, Y[rows, cols])
-
-
 def evaluate(args) -> dict:
     fit = load_npz(args.fit)
     truth = load_npz(args.truth)
@@ -82,22 +59,14 @@ def evaluate(args) -> dict:
     if args.model == "community" and Y.shape[0] != Y.shape[1]:
         raise InputError(f"{args.truth}: Y: the community model needs a square matrix, "
                          f"got shape {Y.shape}")
-    cells = ~np.eye(*Y.shape, dtype=bool) if args.model == "community" else None
-    out = {"mae_y": metrics.mae(mu_hat, Y, cells)}
     if "mu" in truth:
         _array(truth, "mu", args.truth, Y.shape)
-        out["mae_mu"] = metrics.mae(mu_hat, truth["mu"], cells)
-        out["kl"] = metrics.poisson_kl(truth["mu"], mu_hat, cells)
-    observed = np.ones(Y.shape, bool) if cells is None else cells.copy()
-    if args.mask:
-        mask = _load_mask(args.mask, Y.shape)
-        out["heldout_mae"] = metrics.heldout_mae(mu_hat, Y, mask, cells)
-        observed &= ~mask
+    mask = _load_mask(args.mask, Y.shape) if args.mask else None
     if args.coherence:
         phi = fit["phi_samples"] if "phi_samples" in fit else require_key(fit, "phi", args.fit)
         if phi.ndim not in (2, 3) or phi.shape[-1] != Y.shape[1] or phi.dtype.kind not in "iuf":
             raise InputError(f"{args.fit}: phi shape {phi.shape} does not fit Y {Y.shape}")
-        out.update(metrics.topic_quality(Y, phi))
+    private = None
     if args.privatized:
         private = load_npz(args.privatized)
         _array(private, "Y_noisy", args.privatized, Y.shape)
@@ -107,8 +76,8 @@ def evaluate(args) -> dict:
         except ValueError:
             raise InputError(f"{args.privatized}: alpha shape {alpha.shape} does not fit Y "
                              f"{Y.shape}") from None
-        out["coverage90"] = coverage(args.model, fit, private, Y, observed, args.coverage_cells,
-                                     np.random.default_rng(args.seed))
+    out = metrics.evaluate_fit(args.model, {**fit, "mu_hat": mu_hat}, {**truth, "Y": Y}, mask,
+                               private, args.coherence, args.coverage_cells, args.seed)
     config = load_json_entry(fit, "config") if "config" in fit else {}
     out.update(seed=int(fit["seed"]) if "seed" in fit else None,
                iterations=int(fit["iterations"]) if "iterations" in fit else None,

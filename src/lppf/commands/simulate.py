@@ -146,8 +146,9 @@ def register(subparsers) -> None:
     q.add_argument("--rows", type=pos_int, required=True)
     q.add_argument("--cols", type=pos_int, required=True)
     q.add_argument("--components", type=pos_int, required=True)
-    q.add_argument("--shape", type=pos_float, default=0.25)
-    q.add_argument("--rate", type=pos_float, default=4.0)
+    q.add_argument("--shape", type=pos_float, default=0.25, help="gamma shape (default 0.25)")
+    q.add_argument("--rate", type=pos_float, default=0.25,
+                   help="gamma rate (default 0.25: the papers' Gamma(0.25, 4) read as scale 4)")
 
     q = add("blocks", _blocks, "well-separated topics and document groups (S2)")
     q.add_argument("--topics", type=pos_int, default=3)
@@ -158,8 +159,9 @@ def register(subparsers) -> None:
     q = add("community", _community, "theta, pi ~ Gamma(shape, rate), y_ij ~ Pois(mu_ij)")
     q.add_argument("--actors", type=pos_int, required=True)
     q.add_argument("--communities", type=pos_int, required=True)
-    q.add_argument("--shape", type=pos_float, default=0.01)
-    q.add_argument("--rate", type=pos_float, default=0.5)
+    q.add_argument("--shape", type=pos_float, default=0.2,
+                   help="gamma shape (default 0.2: the printed 0.01 gives an all-zero network)")
+    q.add_argument("--rate", type=pos_float, default=0.5, help="gamma rate (default 0.5)")
 
     q = add("rescale", _rescale, "rescale a reference fit by gamma ~ Gamma(e0 f0, f0) (E1, E2)",
             ("reference", "fit .npz with theta and phi (pmf) or pi (community)"))

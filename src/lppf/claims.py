@@ -1,0 +1,303 @@
+"""The papers' findings as checks on the workflow's table of fits: the claims scorecard.
+
+Input: the tidy table of every fit (one row per fit: experiment, method, inference, fix, K,
+setting, grid, replicate, the privacy level columns and the metrics). Output: one row per
+claim with its source paper, the experiment and grid points it compares, the numbers, the
+statistical criterion and a verdict PASS, FAIL or NOT RUN.
+
+Comparisons of two methods use the replicates: with means m_a, m_b, standard deviations s_a,
+s_b over n_a, n_b replicates, the standard error of the difference is
+``se = sqrt(s_a^2 / n_a + s_b^2 / n_b)`` and "a below b" holds when ``m_b - m_a > 2 se``.
+A comparison needs at least 2 replicates on each side; with fewer it is NOT RUN.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+PASS, FAIL, NOT_RUN = "PASS", "FAIL", "NOT RUN"
+PRIVATE = ("private", "private-collapsed")
+Z = 2.0  # standard errors a difference must exceed
+CLOSE = 1.25  # "close to non-private": mean at most this many times the non-private mean
+NOMINAL, COVERAGE_TOL = 0.9, 0.05
+CAVI_ERROR_RATIO = 1.5  # CAVI's error at most this many times MCMC's
+# privacy level columns and the sign that makes larger values noisier
+NOISE = {"alpha": 1, "beta_mean": 1, "eps_n": -1, "eps_mean": -1}
+S001 = "001 (Schein et al. 2019)"
+S004 = "004 (private Poisson factorization on Enron)"
+COLUMNS = ["claim", "source", "experiment", "compared", "numbers", "criterion", "verdict"]
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean, standard deviation and number of replicates of one metric."""
+
+    mean: float
+    sd: float
+    n: int
+
+    @classmethod
+    def of(cls, values: pd.Series) -> Stat:
+        values = values.dropna().astype(float)
+        sd = float(values.std(ddof=1)) if len(values) > 1 else math.nan
+        return cls(float(values.mean()) if len(values) else math.nan, sd, len(values))
+
+    def __str__(self) -> str:
+        return f"{self.mean:.4g} ± {self.sd:.2g} (n={self.n})"
+
+
+def below(a: Stat, b: Stat, z: float = Z) -> str | None:
+    """PASS if ``b.mean - a.mean > z se``, FAIL otherwise; None (NOT RUN) if n < 2 on a side."""
+    if min(a.n, b.n) < 2:
+        return None
+    se = math.sqrt(a.sd**2 / a.n + b.sd**2 / b.n)
+    return PASS if b.mean - a.mean > z * se else FAIL
+
+
+def close_to(a: Stat, b: Stat, ratio: float = CLOSE, z: float = Z) -> str | None:
+    """PASS if ``a.mean <= ratio b.mean`` or ``|a.mean - b.mean| <= z se`` (n >= 2 each)."""
+    if min(a.n, b.n) < 2:
+        return None
+    se = math.sqrt(a.sd**2 / a.n + b.sd**2 / b.n)
+    return PASS if a.mean <= ratio * b.mean or abs(a.mean - b.mean) <= z * se else FAIL
+
+
+def noise_column(df: pd.DataFrame) -> str | None:
+    """The privacy level column of an experiment's noisy fits."""
+    return next((c for c in NOISE if c in df and df[c].notna().any()), None)
+
+
+def levels(df: pd.DataFrame) -> tuple[str, float, float] | None:
+    """(column, noisiest level, quietest level) of an experiment's privacy grid."""
+    column = noise_column(df)
+    if column is None:
+        return None
+    values = sorted(df[column].dropna().unique(), key=lambda v: NOISE[column] * v)
+    return column, values[-1], values[0]
+
+
+def fits_of(fits: pd.DataFrame, exp: str, inference: str = "mcmc") -> pd.DataFrame:
+    """The fits of one experiment that the claims read (free factors, one inference)."""
+    df = fits[fits["experiment"] == exp]
+    if "fix" in df:
+        df = df[df["fix"].fillna("none") == "none"]
+    return df[df["inference"] == inference] if "inference" in df else df
+
+
+def stat(df: pd.DataFrame, method: str, metric: str, column: str | None = None,
+         level: float | None = None) -> Stat:
+    """Stat of ``metric`` over replicates of ``method`` at one privacy level (non-private
+    fits see no noise and are read at every level)."""
+    sel = df["method"] == method
+    if column is not None and method != "nonprivate":
+        sel &= df[column] == level
+    return Stat.of(df.loc[sel, metric] if metric in df else pd.Series(dtype=float))
+
+
+def present(df: pd.DataFrame, methods: tuple[str, ...]) -> list[str]:
+    """The private methods an experiment ran (the first one always, NOT RUN if absent)."""
+    return [m for m in methods if m == methods[0] or (df["method"] == m).any()]
+
+
+def row(claim: str, source: str, exp: str, compared: str, numbers: str, criterion: str,
+        verdict: str | None, why: str = "") -> dict:
+    if verdict is None:
+        verdict, numbers = NOT_RUN, f"{numbers}; {why or 'fewer than 2 replicates'}"
+    return dict(claim=claim, source=source, experiment=exp, compared=compared, numbers=numbers,
+                criterion=criterion, verdict=verdict)
+
+
+def not_run(claim: str, source: str, exp: str, why: str) -> dict:
+    return dict(claim=claim, source=source, experiment=exp, compared="", numbers=why,
+                criterion="", verdict=NOT_RUN)
+
+
+def _groups(df: pd.DataFrame, by: list[str]):
+    by = [c for c in by if c in df and df[c].notna().any()]
+    if not by:
+        yield "", df
+        return
+    for key, group in df.groupby(by, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        yield ", ".join(f"{c}={v:g}" if isinstance(v, float) else f"{c}={v}"
+                        for c, v in zip(by, key, strict=True)), group
+
+
+def private_below(fits, exp, source, metric, what, by=("e0", "K"), at="noisiest",
+                  methods=PRIVATE, higher_is_better=False) -> list[dict]:
+    """Each private method below (or above) naive in ``metric`` at the noisiest level."""
+    df = fits_of(fits, exp)
+    claim = f"{exp.upper()}: private {what} {'above' if higher_is_better else 'below'} naive"
+    if df.empty or metric not in df or df[metric].isna().all() or levels(df) is None:
+        return [not_run(claim, source, exp, f"no {metric} fits in the table")]
+    column, noisiest, quietest = levels(df)
+    level = noisiest if at == "noisiest" else quietest
+    out = []
+    for label, group in _groups(df, list(by)):
+        naive = stat(group, "naive", metric, column, level)
+        for method in present(df, methods):
+            mine = stat(group, method, metric, column, level)
+            verdict = below(naive, mine) if higher_is_better else below(mine, naive)
+            sign = ">" if higher_is_better else "<"
+            out.append(row(f"{claim} ({method})", source, exp,
+                           f"{method} vs naive, {column}={level:g} ({at}); {label}".rstrip("; "),
+                           f"{method} {mine} vs naive {naive}",
+                           f"{metric}: {method} {sign} naive by > {Z:g} SE", verdict))
+    return out
+
+
+def private_close(fits, exp, source, metric, what, by=("e0", "K"), at="quietest",
+                  methods=PRIVATE) -> list[dict]:
+    """Each private method close to non-private in ``metric`` at one privacy level."""
+    df = fits_of(fits, exp)
+    claim = f"{exp.upper()}: private {what} close to non-private"
+    if df.empty or metric not in df or df[metric].isna().all() or levels(df) is None:
+        return [not_run(claim, source, exp, f"no {metric} fits in the table")]
+    column, noisiest, quietest = levels(df)
+    level = noisiest if at == "noisiest" else quietest
+    out = []
+    for label, group in _groups(df, list(by)):
+        clean = stat(group, "nonprivate", metric)
+        for method in present(df, methods):
+            mine = stat(group, method, metric, column, level)
+            out.append(row(f"{claim} ({method})", source, exp,
+                           f"{method} at {column}={level:g} ({at}) vs nonprivate; {label}"
+                           .rstrip("; "),
+                           f"{method} {mine} vs nonprivate {clean}",
+                           f"{metric}: {method} <= {CLOSE:g} x nonprivate, or within {Z:g} SE",
+                           close_to(mine, clean)))
+    return out
+
+
+def naive_rises(fits, exp, source, metric="mae_y", by=("K",)) -> list[dict]:
+    """Naive's error larger at the noisiest level than at the quietest."""
+    df = fits_of(fits, exp)
+    claim = f"{exp.upper()}: naive error rises with the noise"
+    if df.empty or metric not in df or levels(df) is None:
+        return [not_run(claim, source, exp, f"no {metric} fits in the table")]
+    column, noisiest, quietest = levels(df)
+    out = []
+    for label, group in _groups(df, list(by)):
+        loud = stat(group, "naive", metric, column, noisiest)
+        quiet = stat(group, "naive", metric, column, quietest)
+        out.append(row(claim, source, exp,
+                       f"naive at {column}={noisiest:g} vs {column}={quietest:g}; {label}"
+                       .rstrip("; "),
+                       f"noisiest {loud} vs quietest {quiet}",
+                       f"{metric}: quietest < noisiest by > {Z:g} SE", below(quiet, loud)))
+    return out
+
+
+def heldout_informative(fits, exp="e4", source=S004) -> list[dict]:
+    """The held-out links are predictable: non-private held-out MAE below the baseline of
+    predicting the mean observed count (else the comparison of methods says nothing)."""
+    df = _setting(fits_of(fits, exp), exp, heldout=True)
+    claim = f"{exp.upper()}: held-out links are predictable (non-private below baseline)"
+    if df.empty or "heldout_baseline_mae" not in df or df["heldout_baseline_mae"].isna().all():
+        return [not_run(claim, source, exp, "no heldout_baseline_mae in the table")]
+    out = []
+    for label, group in _groups(df, ["K"]):
+        fit = stat(group, "nonprivate", "heldout_mae")
+        base = stat(group, "nonprivate", "heldout_baseline_mae")
+        out.append(row(claim, source, exp, f"nonprivate, held-out block; {label}".rstrip("; "),
+                       f"held-out MAE {fit} vs mean-count baseline {base}",
+                       f"heldout_mae < heldout_baseline_mae by > {Z:g} SE", below(fit, base)))
+    return out
+
+
+def coverage_nominal(fits, exp="s1", source="000 (Schein et al. 2019, fig. 1)") -> list[dict]:
+    """Posterior intervals of Y cover the truth at least at their nominal rate (less the
+    tolerance) at every noise level. Intervals of a discrete count over-cover where the
+    posterior is nearly a point mass (little noise), so only under-coverage fails."""
+    df = fits_of(fits, exp)
+    df = df[df["method"].isin(PRIVATE)] if not df.empty else df
+    claim = f"{exp.upper()}: 90% posterior intervals of Y cover the truth"
+    if df.empty or "coverage90" not in df or df["coverage90"].isna().all():
+        return [not_run(claim, source, exp, "no coverage90 in the table")]
+    column = noise_column(df)
+    by = df.groupby(["method", column])["coverage90"].mean()
+    ok = (by >= NOMINAL - COVERAGE_TOL).all()
+    numbers = "; ".join(f"{m} {column}={v:g}: {c:.3f}" for (m, v), c in by.items())
+    return [row(claim, source, exp, f"private fits at every {column}", numbers,
+                f"coverage90 >= {NOMINAL:g} - {COVERAGE_TOL:g} at every level",
+                PASS if ok else FAIL)]
+
+
+def cavi_vs_mcmc(fits, exp="v1", source="002 (locally private CAVI)") -> list[dict]:
+    """CAVI is faster than MCMC, and its error relative to MCMC's is reported and bounded."""
+    df = fits[fits["experiment"] == exp]
+    speed = f"{exp.upper()}: CAVI faster than MCMC"
+    accuracy = f"{exp.upper()}: CAVI error near MCMC's"
+    if df.empty or not {"mcmc", "cavi"} <= set(df["inference"]):
+        return [not_run(c, source, exp, "needs mcmc and cavi fits") for c in (speed, accuracy)]
+    error = "mae_mu" if "mae_mu" in df and df["mae_mu"].notna().any() else "mae_y"
+    means = df.groupby(["method", "inference"])[["fit_seconds", error]].mean()
+    methods = [m for m in dict.fromkeys(df["method"]) if (m, "cavi") in means.index
+               and (m, "mcmc") in means.index]
+    seconds = {m: (means.loc[(m, "cavi"), "fit_seconds"], means.loc[(m, "mcmc"), "fit_seconds"])
+               for m in methods}
+    ratios = {m: means.loc[(m, "cavi"), error] / means.loc[(m, "mcmc"), error] for m in methods}
+    return [
+        row(speed, source, exp, "cavi vs mcmc, every method",
+            "; ".join(f"{m}: {c:.3g} s vs {s:.3g} s" for m, (c, s) in seconds.items()),
+            "fit_seconds: cavi < mcmc for every method",
+            PASS if all(c < s for c, s in seconds.values()) else FAIL),
+        row(accuracy, source, exp, "cavi vs mcmc, every method",
+            "; ".join(f"{m}: {error} ratio {r:.3g}" for m, r in ratios.items()),
+            f"{error}(cavi) <= {CAVI_ERROR_RATIO:g} x {error}(mcmc) for every method",
+            PASS if all(r <= CAVI_ERROR_RATIO for r in ratios.values()) else FAIL),
+    ]
+
+
+
+CLAIMS: dict[str, Callable[[pd.DataFrame], list[dict]]] = {
+    "e1_noisy": lambda f: private_below(f, "e1", f"{S001}, fig. 4", "kl", "KL"),
+    "e1_quiet": lambda f: private_close(f, "e1", f"{S001}, fig. 4", "kl", "KL"),
+    "e2_noisy": lambda f: private_below(f, "e2", f"{S001}, fig. 4", "kl", "KL"),
+    "e2_quiet": lambda f: private_close(f, "e2", f"{S001}, fig. 4", "kl", "KL"),
+    "s2": lambda f: private_below(f, "s2", f"{S001}, fig. 1", "topic_l1", "topic error"),
+    "s3": lambda f: private_below(f, "s3", f"{S001}, fig. 3", "kl", "KL (block structure)"),
+    "e3_mae": lambda f: private_below(f, "e3", f"{S004}, fig. 3", "mae_y", "MAE", by=("K",)),
+    "e3_close": lambda f: private_close(f, "e3", f"{S004}, fig. 3", "mae_y", "MAE", by=("K",)),
+    "e3_naive": lambda f: naive_rises(f, "e3", f"{S004}, fig. 3"),
+    "e3_npmi": lambda f: private_below(f, "e3", f"{S004}, fig. 3", "npmi", "NPMI", by=("K",),
+                                       higher_is_better=True),
+    "e3_umass": lambda f: private_below(f, "e3", f"{S004}, fig. 3", "umass", "UMass",
+                                        by=("K",), higher_is_better=True),
+    "e4_mae": lambda f: private_below(_setting(f, "e4", heldout=False), "e4", S004, "mae_y",
+                                      "MAE", by=("K",)),
+    "e4_heldout": lambda f: private_below(_setting(f, "e4", heldout=True), "e4", S004,
+                                          "heldout_mae", "held-out MAE", by=("K",)),
+    "e4_informative": lambda f: heldout_informative(f),
+    "s1": coverage_nominal,
+    "v1": cavi_vs_mcmc,
+}
+
+
+def _setting(fits: pd.DataFrame, exp: str, heldout: bool) -> pd.DataFrame:
+    """E4's fits with (or without) a held-out block."""
+    if "heldout" not in fits:
+        return fits.iloc[:0] if heldout else fits
+    held = fits["heldout"].fillna(0) > 0
+    return fits[(fits["experiment"] != exp) | (held == heldout)]
+
+
+def scorecard(fits: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim (see :data:`CLAIMS`), columns :data:`COLUMNS`."""
+    rows = [r for check in CLAIMS.values() for r in check(fits)]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def summary(card: pd.DataFrame) -> str:
+    """One line: how many claims PASS, FAIL and were NOT RUN."""
+    counts = card["verdict"].value_counts()
+    return "claims: " + ", ".join(f"{counts.get(v, 0)} {v}" for v in (PASS, FAIL, NOT_RUN))
+
+
+def markdown(card: pd.DataFrame) -> str:
+    """The scorecard as a Markdown table headed by its summary line."""
+    return f"{summary(card)}\n\n{card.to_markdown(index=False)}\n"

@@ -1,0 +1,124 @@
+"""The claims scorecard (lppf.claims) on hand-made tables of fits."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lppf import claims
+
+
+def table(exp, column, values, metric, means, reps=3, sd=0.01, extra=None, seed=0):
+    """A fits table: every method at every privacy level (nonprivate once, grid 'true')."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for method, by_level in means.items():
+        levels = [None] if method == "nonprivate" else values
+        for level in levels:
+            mean = by_level if method == "nonprivate" else by_level[level]
+            for rep in range(reps):
+                rows.append({"experiment": exp, "model": "pmf", "method": method,
+                             "inference": "mcmc", "fix": "none", "K": 5, "setting": "base",
+                             "grid": "true" if level is None else f"{column}-{level}",
+                             "replicate": rep, column: level,
+                             metric: mean + sd * rng.standard_normal(), **(extra or {})})
+    return pd.DataFrame(rows)
+
+
+def e1(private_noisy, reps=3):
+    means = {"private": {0.1: 1.0, 0.9: private_noisy}, "private-collapsed": {0.1: 1.0, 0.9: 2.0},
+             "naive": {0.1: 1.0, 0.9: 5.0}, "nonprivate": 1.0}
+    return table("e1", "alpha", [0.1, 0.9], "kl", means, reps=reps)
+
+
+def verdicts(card, claim):
+    return list(card.loc[card["claim"] == claim, "verdict"])
+
+
+def test_stat_and_the_two_standard_error_criterion():
+    a, b = claims.Stat(1.0, 0.3, 3), claims.Stat(1.5, 0.3, 3)
+    se = math.sqrt(2 * 0.09 / 3)  # 0.245: a difference of 0.5 is 2.04 se
+    assert 0.5 > 2 * se and claims.below(a, b) == claims.PASS
+    assert claims.below(a, claims.Stat(1.45, 0.3, 3)) == claims.FAIL  # 1.84 se
+    assert claims.below(b, a) == claims.FAIL
+    assert claims.below(claims.Stat(1.0, math.nan, 1), b) is None
+    assert claims.close_to(claims.Stat(1.2, 0.01, 3), claims.Stat(1.0, 0.01, 3)) == claims.PASS
+    assert claims.close_to(claims.Stat(2.0, 0.01, 3), claims.Stat(1.0, 0.01, 3)) == claims.FAIL
+    assert str(claims.Stat.of(pd.Series([1.0, 2.0, 3.0]))) == "2 ± 1 (n=3)"
+
+
+def test_private_below_naive_at_the_noisiest_level():
+    card = claims.scorecard(e1(private_noisy=2.0))
+    assert verdicts(card, "E1: private KL below naive (private)") == [claims.PASS]
+    assert verdicts(card, "E1: private KL close to non-private (private)") == [claims.PASS]
+    compared = card.loc[card["claim"] == "E1: private KL below naive (private)", "compared"]
+    assert "alpha=0.9 (noisiest)" in compared.iloc[0]
+    card = claims.scorecard(e1(private_noisy=6.0))  # a local mode: private worse than naive
+    assert verdicts(card, "E1: private KL below naive (private)") == [claims.FAIL]
+
+
+def test_one_replicate_cannot_decide_and_absent_experiments_are_not_run():
+    card = claims.scorecard(e1(private_noisy=2.0, reps=1))
+    assert verdicts(card, "E1: private KL below naive (private)") == [claims.NOT_RUN]
+    assert set(card.loc[card["experiment"] == "e3", "verdict"]) == {claims.NOT_RUN}
+    assert set(card["verdict"]) <= {claims.PASS, claims.FAIL, claims.NOT_RUN}
+    assert list(card.columns) == claims.COLUMNS
+    assert claims.summary(card).startswith("claims: ")
+
+
+def test_eps_levels_are_noisier_when_smaller_and_coherence_is_higher_is_better():
+    means = {"private": {0.25: -1.0, 1.0: -1.0}, "private-collapsed": {0.25: -1.0, 1.0: -1.0},
+             "naive": {0.25: -3.0, 1.0: -1.1}, "nonprivate": -1.0}
+    fits = table("e3", "eps_n", [0.25, 1.0], "umass", means)
+    card = claims.scorecard(fits)
+    rows = card[card["claim"] == "E3: private UMass above naive (private)"]
+    assert list(rows["verdict"]) == [claims.PASS] and "eps_n=0.25" in rows["compared"].iloc[0]
+
+
+def test_coverage_and_cavi_claims():
+    s1 = table("s1", "alpha", [0.5, 0.9], "coverage90",
+               {"private": {0.5: 0.9, 0.9: 0.88}}, reps=1)
+    card = claims.scorecard(s1)
+    assert verdicts(card, "S1: 90% posterior intervals of Y cover the truth") == [claims.PASS]
+    s1.loc[s1["alpha"] == 0.5, "coverage90"] = 0.99  # over-coverage of a discrete count
+    assert verdicts(claims.scorecard(s1), "S1: 90% posterior intervals of Y cover the truth") \
+        == [claims.PASS]
+    s1.loc[s1["alpha"] == 0.9, "coverage90"] = 0.7
+    card = claims.scorecard(s1)
+    assert verdicts(card, "S1: 90% posterior intervals of Y cover the truth") == [claims.FAIL]
+    v1 = pd.DataFrame([{"experiment": "v1", "method": "private", "inference": inf, "fix": "none",
+                        "fit_seconds": s, "mae_mu": e}
+                       for inf, s, e in (("mcmc", 10.0, 1.0), ("cavi", 1.0, 1.2))])
+    card = claims.scorecard(v1)
+    assert verdicts(card, "V1: CAVI faster than MCMC") == [claims.PASS]
+    assert verdicts(card, "V1: CAVI error near MCMC's") == [claims.PASS]
+    v1.loc[v1["inference"] == "cavi", "mae_mu"] = 2.0
+    assert verdicts(claims.scorecard(v1), "V1: CAVI error near MCMC's") == [claims.FAIL]
+
+
+def test_e4_compares_the_held_out_block_only_in_held_out_settings():
+    means = {"private": {0.25: 1.0}, "private-collapsed": {0.25: 1.0}, "naive": {0.25: 2.0},
+             "nonprivate": 1.0}
+    full = table("e4", "eps_n", [0.25], "mae_y", means, extra={"heldout": 0})
+    held = table("e4", "eps_n", [0.25], "heldout_mae", means, extra={"heldout": 10})
+    held["mae_y"] = 99.0  # never read: MAE is compared in the setting without held-out cells
+    card = claims.scorecard(pd.concat([full, held], ignore_index=True))
+    assert verdicts(card, "E4: private MAE below naive (private)") == [claims.PASS]
+    assert verdicts(card, "E4: private held-out MAE below naive (private)") == [claims.PASS]
+
+
+@pytest.mark.parametrize("exp", ["s2", "s3", "e2"])
+def test_every_claim_has_a_row_when_its_experiment_is_absent(exp):
+    card = claims.scorecard(e1(private_noisy=2.0))
+    assert (card["experiment"] == exp).any()
+
+
+def test_e4_held_out_block_must_be_predictable():
+    means = {"private": {0.25: 1.0}, "naive": {0.25: 2.0}, "nonprivate": 1.0}
+    held = table("e4", "eps_n", [0.25], "heldout_mae", means, extra={"heldout": 10})
+    held["heldout_baseline_mae"] = 5.0
+    claim = "E4: held-out links are predictable (non-private below baseline)"
+    assert verdicts(claims.scorecard(held), claim) == [claims.PASS]
+    held["heldout_baseline_mae"] = 1.0  # the fit predicts no better than the mean count
+    assert verdicts(claims.scorecard(held), claim) == [claims.FAIL]

@@ -1,0 +1,146 @@
+"""The workflow's experiment grid and config checks (lppf.experiments), and one source of
+defaults for the Python API, the CLI and the workflow."""
+
+import argparse
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lppf import experiments as grid
+from lppf.commands import fit as fit_command
+from lppf.estimators import DEFAULTS
+from lppf.results import INFERENCES, METHODS, MODELS
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+
+
+def spec(**changes):
+    base = dict(model="community", truth={"kind": "rescale", "dataset": "network",
+                                          "e0": [0.75, 1.5]},
+                privacy={"alpha": [0.1, 0.9]}, components=[5], heldout=[0], replicates=2,
+                methods=["private", "naive", "nonprivate"], inference=["mcmc"], fix_truth=[],
+                mcmc={"iterations": 100, "burnin": 50})
+    return {**base, **changes}
+
+
+def config(**changes):
+    return {"enron": {"datasets": {"network": {"command": "network"}}},
+            "reference": {"inference": "cavi", "cavi": {"iterations": 10}},
+            "experiments": {"e1": spec(**changes)}}
+
+
+def test_settings_grids_and_fits():
+    s = spec(heldout=[0, 10])
+    assert list(grid.settings(s)) == ["e0-0.75", "e0-0.75_heldout-10", "e0-1.5",
+                                      "e0-1.5_heldout-10"]
+    assert grid.grids(s) == {"alpha-0.1": ("alpha", 0.1), "alpha-0.9": ("alpha", 0.9)}
+    fits = grid.fits("e1", s)
+    # 4 settings x 2 replicates x (2 noisy methods x 2 levels + 1 non-private)
+    assert len(fits) == 4 * 2 * 5
+    assert {f["grid"] for f in fits if f["method"] == "nonprivate"} == {"true"}
+    assert len({tuple(sorted(f.items())) for f in fits}) == len(fits)
+
+
+def test_figures_are_declared_by_what_an_experiment_measures():
+    assert grid.figures(spec()) == ["kl_vs_privacy"]
+    assert grid.figures(spec(truth={"kind": "data", "dataset": "network"}, heldout=[0, 5])) == [
+        "heldout_by_components"]
+    assert grid.figures(spec(truth={"kind": "pmf"}, fix_truth=["phi"],
+                             inference=["mcmc", "cavi"])) == ["posterior_y", "theta_kl",
+                                                             "time_vs_error"]
+
+
+def test_run_args_pass_only_the_options_given():
+    assert grid.run_args({}, "mcmc") == ""
+    assert grid.run_args({"iterations": 10, "thin": 2}, "mcmc") == "--iterations 10 --thin 2"
+    assert grid.run_args({"iterations": 10, "tol": 0.0}, "cavi") == "--iterations 10 --tol 0.0"
+    assert grid.run_args({"chains": 4}, "mcmc") == "--chains 4"
+    assert grid.run_settings(spec(fixed_mcmc={"burnin": 0}), "mcmc", "-fix-phi") == {
+        "iterations": 100, "burnin": 0}
+
+
+def test_one_source_of_defaults():
+    """The workflow passes no option it was not given, its schema sets no fit default, and
+    `lppf fit`'s defaults are the API's DEFAULTS."""
+    run = SCHEMA["$defs"]["run"]["properties"]
+    assert not [k for k, v in run.items() if "default" in v]
+    experiment = SCHEMA["$defs"]["experiment"]["properties"]
+    assert "default" not in experiment["components"]
+    assert experiment["a0"]["default"] is None and experiment["b0"]["default"] is None
+    parser = argparse.ArgumentParser()
+    fit_command.register(parser.add_subparsers())
+    args = parser.parse_args(["fit", "in.npz", "out.npz", "--components", "3"])
+    for option, key in (("iterations", "n_iter"), ("burnin", "burnin"), ("thin", "thin"),
+                        ("tol", "tol"), ("restarts", "restarts"), ("a0", "a0"), ("b0", "b0"),
+                        ("method", "method"), ("inference", "inference")):
+        assert getattr(args, option) == DEFAULTS[key], option
+
+
+def test_names_come_from_one_constant():
+    experiment = SCHEMA["$defs"]["experiment"]["properties"]
+    assert tuple(experiment["methods"]["items"]["enum"]) == METHODS
+    assert tuple(experiment["inference"]["items"]["enum"]) == INFERENCES
+    assert tuple(experiment["model"]["enum"]) == MODELS
+
+
+def test_the_schema_refuses_unknown_keys_everywhere():
+    def walk(node, path):
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "properties" in node:
+                assert node.get("additionalProperties") is False, path
+            for key, child in node.items():
+                walk(child, f"{path}.{key}")
+        elif isinstance(node, list):
+            for i, child in enumerate(node):
+                walk(child, f"{path}[{i}]")
+
+    walk(SCHEMA, "schema")
+    assert SCHEMA["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("changes, key", [
+    ({"mcmc": {"iterations": 100, "burnin": 100}}, "experiments.e1.mcmc.burnin"),
+    ({"mcmc": {"burnin": DEFAULTS["n_iter"]}}, "experiments.e1.mcmc.burnin"),
+    ({"fixed_mcmc": {"iterations": 10}}, "experiments.e1.fixed_mcmc.burnin"),
+    ({"privacy": {"alpha": [0.5, 0.5000001]}}, "experiments.e1.privacy.alpha"),
+    ({"privacy": {"alpha": [0.5], "eps_n": [1.0]}}, "experiments.e1.privacy"),
+    ({"privacy": {"concentration": 10}}, "experiments.e1.privacy"),
+    ({"truth": {"kind": "rescale", "dataset": "emails"}}, "experiments.e1.truth.dataset"),
+    ({"truth": {"kind": "rescale", "dataset": "network", "e0": [1, 1.0]}},
+     "experiments.e1.truth.e0"),
+    ({"cavi": {"thin": 2}}, "experiments.e1.cavi.thin"),
+    ({"figure_grid": "alpha-0.3"}, "experiments.e1.figure_grid"),
+    ({"model": "pmf", "heldout": [0, 5]}, "experiments.e1.heldout"),
+])
+def test_cross_field_rules_name_the_key(changes, key):
+    with pytest.raises(grid.ConfigError) as info:
+        grid.check_config(config(**changes))
+    message = str(info.value)
+    assert message.startswith(key + ":") and "\n" not in message
+
+
+def test_a_good_config_passes_and_absent_targets_are_named():
+    grid.check_config(config())
+    assert grid.reference_args(config()) == "--iterations 10"
+    with pytest.raises(grid.ConfigError, match=r"^experiments\.e3: not in the config"):
+        grid.check_config(config(), experiments=["e3"])
+
+
+@pytest.mark.parametrize("name", ["paper.yaml", "design.yaml"])
+def test_other_configs_mean_the_same_merged_or_alone(name):
+    """`--configfile X` extends config/config.yaml (Snakemake's merge): every key the default
+    sets is set again by X, so the merged config equals X alone (--replace-workflow-config)."""
+    from snakemake.utils import update_config, validate
+
+    default = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    other = yaml.safe_load((ROOT / "config" / name).read_text())
+    merged = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    update_config(merged, other)
+    assert merged.keys() == other.keys() and default
+    for exp in merged["experiments"]:
+        assert merged["experiments"][exp] == other["experiments"][exp], exp
+    assert grid.reference_args(merged) == grid.reference_args(other)
+    validate(merged, str(ROOT / "workflow/schemas/config.schema.yaml"))
+    grid.check_config(merged)
