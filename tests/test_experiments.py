@@ -72,7 +72,7 @@ def test_one_source_of_defaults():
     parser = argparse.ArgumentParser()
     fit_command.register(parser.add_subparsers())
     args = parser.parse_args(["fit", "in.npz", "out.npz", "--components", "3"])
-    for option, key in (("iterations", "n_iter"), ("burnin", "burnin"), ("thin", "thin"),
+    for option, key in (("iterations", "max_iter"), ("burnin", "burnin"), ("thin", "thin"),
                         ("tol", "tol"), ("restarts", "restarts"), ("a0", "a0"), ("b0", "b0"),
                         ("method", "method"), ("inference", "inference")):
         assert getattr(args, option) == DEFAULTS[key], option
@@ -102,7 +102,7 @@ def test_the_schema_refuses_unknown_keys_everywhere():
 
 @pytest.mark.parametrize("changes, key", [
     ({"mcmc": {"iterations": 100, "burnin": 100}}, "experiments.e1.mcmc.burnin"),
-    ({"mcmc": {"burnin": DEFAULTS["n_iter"]}}, "experiments.e1.mcmc.burnin"),
+    ({"mcmc": {"burnin": DEFAULTS["max_iter"]}}, "experiments.e1.mcmc.burnin"),
     ({"fixed_mcmc": {"iterations": 10}}, "experiments.e1.fixed_mcmc.burnin"),
     ({"privacy": {"alpha": [0.5, 0.5000001]}}, "experiments.e1.privacy.alpha"),
     ({"privacy": {"alpha": [0.5], "eps_n": [1.0]}}, "experiments.e1.privacy"),

@@ -106,7 +106,7 @@ def _check_run(where: str, run: Mapping[str, Any] | None, inference: str) -> Non
                               f"(one of {', '.join(RUN_OPTIONS[inference])})")
     if inference == "mcmc":
         burnin = run.get("burnin", DEFAULTS["burnin"])
-        iterations = run.get("iterations", DEFAULTS["n_iter"])
+        iterations = run.get("iterations", DEFAULTS["max_iter"])
         if burnin >= iterations:
             raise ConfigError(f"{where}.burnin: {burnin} must be below iterations {iterations}")
 
