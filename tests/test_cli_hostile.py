@@ -349,6 +349,47 @@ def test_arbitrary_privatize_options(d, option, value):
     _outcome(["privatize", str(d / "true.npz"), out, *base, option, value], culprit, out)
 
 
+@SLOW_OK
+@given(option=st.sampled_from(["--coverage-cells", "--seed", "--label"]), value=VALUES)
+def test_arbitrary_evaluate_options(d, option, value):
+    out = str(d / "out" / "metrics.json")
+    argv = ["evaluate", str(d / "fit.npz"), out, "--truth", str(d / "true.npz"), "--model",
+            "pmf", "--privatized", str(d / "private.npz"), option, value]
+    _outcome(argv, option, out)
+
+
+@SLOW_OK
+@given(data=st.binary(max_size=600) | st.builds(
+    lambda head, tail: head.encode("utf-8", "surrogateescape") + tail,
+    st.text(max_size=200), st.binary(max_size=100)))
+def test_any_one_hostile_message_is_a_counted_skip(d, data):
+    box = d / "mail" / "maildir" / "a" / "sent"
+    (box / "hostile").write_bytes(data)
+    out = d / "out" / "network.npz"
+    code, err = run_cli(["enron", "network", str(d / "mail"), str(out), "--min-total", "0",
+                         "--min-sent", "0", "--quiet"])
+    assert code == 0, err
+    summary = (d / "out" / "network.summary.csv").read_text()
+    assert "files read,7" in summary
+
+
+@SLOW_OK
+@given(cut=st.integers(0, 20_000))
+def test_a_cut_tarball_is_an_error_or_complete(d, cut):
+    whole = (d / "mail.tar").read_bytes()
+    bad = d / "cut-any.tar"
+    bad.write_bytes(whole[:cut])
+    out = str(d / "out" / "cut-any.npz")
+    with tarfile.open(d / "mail.tar") as tar:
+        last = tar.getmembers()[-1]
+    marker = last.offset_data + -(-last.size // 512) * 512 + 512  # first zero block read
+    if cut >= marker:  # the end-of-archive marker survived: a complete archive
+        return
+    ok, detail = promise_kept(["enron", "network", str(bad), out, "--min-total", "0",
+                               "--min-sent", "0", "--quiet"], str(bad), out)
+    assert ok, detail
+
+
 # -- real processes: signals
 def _lppf(*argv: str, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "lppf", *argv], stderr=subprocess.PIPE,

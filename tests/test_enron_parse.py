@@ -1,6 +1,7 @@
 """Parsing of crafted messages: recipients, encodings, broken headers, duplicates."""
 
 import base64
+import os
 import quopri
 
 import numpy as np
@@ -15,6 +16,7 @@ from lppf.enron.parse import (
     read_corpus,
 )
 from lppf.enron.source import RawMessage
+from lppf.io import InputError
 
 HEAD = (
     "Message-ID: <{mid}.JavaMail.evans@thyme>\n"
@@ -138,6 +140,26 @@ def test_duplicates_across_folders_and_mailboxes_and_line_endings(tmp_path):
     assert kept["Numbers"].path == "allen-p/_sent_mail/7."  # sent copy, smallest path
     everything = read_corpus(tmp_path, exclude_folders=())
     assert everything.summary["duplicates removed"] == 3
+
+
+def test_hostile_messages_and_file_names_are_counted_skips(tmp_path):
+    write(tmp_path, "allen-p/sent/1.", message(b"Fine.\n", mid=1))
+    non_ascii_from = message(b"Also fine.\n", mid=2).replace(
+        b"From: phillip.allen@enron.com", b"From: \xe9t\xe9 <phillip.allen@enron.com>")
+    write(tmp_path, "allen-p/sent/2.", non_ascii_from)
+    (tmp_path / "maildir" / "allen-p" / "sent").joinpath(
+        os.fsdecode(b"bad\xff")).write_bytes(message(b"Named badly.\n", mid=3))
+    s = read_corpus(tmp_path).summary
+    assert (s["files read"], s["parsed"], s["skipped: undecodable file name"]) == (3, 2, 1)
+    assert parse(non_ascii_from).sender == "phillip.allen@enron.com"
+
+
+def test_a_source_without_usable_email_is_an_error(tmp_path):
+    with pytest.raises(InputError, match="no usable email"):
+        read_corpus(tmp_path)
+    write(tmp_path, "allen-p/inbox/1.", b"garbage without headers")
+    with pytest.raises(InputError, match="no usable email"):
+        read_corpus(tmp_path)
 
 
 def test_network_counts_each_recipient_once_and_applies_thresholds():

@@ -133,3 +133,27 @@ def test_cavi_dispatch_passes_the_shared_settings(counts, monkeypatch):
               random_state=1).fit(Ytil, alpha=0.5)
     assert seen["model"] == "pmf" and seen["max_iter"] == 50 and seen["tol"] == 0.0
     assert seen["restarts"] == 3 and seen["method"] == "private" and seen["n_components"] == 2
+
+
+DEGENERATE = [
+    (PoissonMF, {}, {"mask": np.ones((20, 15), bool)}, "mask", "holds out every cell"),
+    (PoissonMF, {}, {"Y": np.zeros((0, 0))}, "Y", "empty matrix"),
+    (PoissonMF, {}, {"Y": np.full((20, 15), 2**31)}, "Y", r"within \+-2\*\*31"),
+    (PoissonMF, {}, {"Y": np.full((20, 15), 1e30)}, "Y", r"within \+-2\*\*31"),
+    (CommunityModel, {}, {"Y": np.ones((1, 1), int)}, "Y", "at least 2 actors"),
+    (PoissonMF, {"n_components": 10**9}, {}, "n_components", "GiB"),
+    (PoissonMF, {"a0": 1e16}, {}, "a0", "degenerate gamma prior"),
+    (PoissonMF, {"seed": 2**70}, {}, "seed", r"\[0, 2\*\*63\)"),
+    (PoissonMF, {"n_iter": 2**40}, {}, "n_iter", r"below 2\*\*31"),
+    (PoissonMF, {}, {"fix": {"phi": np.zeros((2, 15))}}, "fix_phi", "finite and > 0"),
+]
+
+
+@pytest.mark.parametrize(("cls", "params", "inputs", "param", "message"), DEGENERATE)
+def test_degenerate_problems_are_refused_naming_the_argument(counts, cls, params, inputs,
+                                                             param, message):
+    _, Ytil = counts
+    inputs = {"Y": Ytil, "alpha": 0.5, **inputs}
+    with pytest.raises(InputError, match=message) as info:
+        cls(**{"n_components": 2, **FAST, **params}).fit(**inputs)
+    assert info.value.param == param and "\n" not in str(info.value)

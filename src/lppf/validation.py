@@ -122,7 +122,7 @@ def _fix(model: str, fix: dict | None, shape: tuple[int, int],
     for name, value in (fix or {}).items():
         if name not in expected:
             raise InputError(f"fix: unknown factor {name!r} (choose from "
-                             f"{', '.join(expected)})", "fix")
+                             f"{', '.join(expected)})", f"fix_{name}")
         try:
             value = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError):

@@ -9,6 +9,7 @@ The outputs of one run are written all or none.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -37,10 +38,15 @@ def _summary_csv(*counters: Counter[str]) -> str:
     return pd.DataFrame(rows, columns=["item", "count"]).to_csv(index=False)
 
 
+def _progress(args: argparse.Namespace) -> bool:
+    """Progress bars only on a terminal (logs and error output stay clean)."""
+    return not args.quiet and sys.stderr.isatty()
+
+
 def _read(args: argparse.Namespace, keep_body) -> Corpus:
     download_dir = args.download_dir or Path(args.output).parent
-    path = resolve(args.source, download_dir, args.sha256, args.size, not args.quiet)
-    return read_corpus(path, _folders(args.exclude_folders), keep_body, not args.quiet)
+    path = resolve(args.source, download_dir, args.sha256, args.size, _progress(args))
+    return read_corpus(path, _folders(args.exclude_folders), keep_body, _progress(args))
 
 
 # network, docterm and synth (gensim) are imported when run, so other commands start fast.
@@ -86,7 +92,7 @@ def run_download(args: argparse.Namespace) -> int:
     url, output = (CMU_URL, args.paths[0]) if len(args.paths) == 1 else args.paths
     if not is_url(url):
         raise InputError(f"{url}: not a URL (http://, https://, ftp:// or file://)")
-    path = download(url, output, args.sha256, args.size, not args.quiet)
+    path = download(url, output, args.sha256, args.size, _progress(args))
     print(f"{path}: {path.stat().st_size} bytes")
     return 0
 

@@ -73,11 +73,11 @@ def _blame(args: argparse.Namespace, exc: InputError) -> InputError:
     param = exc.param or ""
     if param in ("Y", "alpha"):
         where = args.input
-    elif param == "mask" or param.startswith("fix_"):
+    elif param in ("mask", "fix_theta", "fix_phi", "fix_pi"):
         where = getattr(args, param) or f"--{param.replace('_', '-')}"
-    elif param:
-        where = OPTIONS.get(param, f"--{param.replace('_', '-')}")
-    else:
+    elif param in OPTIONS or hasattr(args, param):
+        where = OPTIONS.get(param, f"--{param}")
+    else:  # e.g. "fix" (holding every factor fixed): the message says it all
         return exc
     return InputError(f"{where}: {exc}", param)
 
