@@ -95,7 +95,7 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     def _check_data(self, Y: Any, alpha: Any, mask: Any, fix: dict | None,
                     model: str | None = None) -> FitData:
         n_saved = (max((int(self.max_iter) - int(self.burnin)) // int(self.thin), 1)
-                   if self.inference == "mcmc" else 1)
+                   * int(self.n_chains) if self.inference == "mcmc" else 1)
         return fit_data(model or self._model, self.method, Y, alpha, mask, fix,
                         n_components=self.n_components, n_saved=n_saved)
 
