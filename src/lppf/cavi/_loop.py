@@ -19,7 +19,7 @@ from lppf.cavi.expectations import (
     gamma_moments,
     point_moments,
 )
-from lppf.results import FitData, FitResult
+from lppf.results import PRIVATE_METHODS, FitData, FitResult
 
 INIT_SHAPE = 2.0  # shape of the random initial q factors; their means are set from the data
 WARMUP = 25  # private methods start from this many naive iterations (noise-only fits otherwise)
@@ -142,7 +142,7 @@ def fit(model_cls, data: FitData, *, method: str, n_components: int, a0: float, 
         for _ in range(restarts):
             start = time.perf_counter()
             model = model_cls(Y, mask, n_components, a0, b0, data.fix, rng)
-            if method.startswith("private"):
+            if method in PRIVATE_METHODS:
                 naive = LOCALS["naive"](np.maximum(Y, 0), alpha, mask)
                 iterate(model, naive, WARMUP, 0.0)
             seconds["warmup"] += time.perf_counter() - start
@@ -153,7 +153,7 @@ def fit(model_cls, data: FitData, *, method: str, n_components: int, a0: float, 
             runs.append(run)
             seconds["cavi"] += time.perf_counter() - start
     best = max(runs, key=lambda r: r.objective)
-    warmup = WARMUP if method.startswith("private") else 0
+    warmup = WARMUP if method in PRIVATE_METHODS else 0
     return _result(best, runs, mask, seconds, warmup)
 
 
@@ -176,6 +176,6 @@ def _result(run: Run, runs: list[Run], mask: np.ndarray, seconds: dict[str, floa
         trace={"elbo": np.asarray(run.elbo), "change": np.asarray(run.change)},
         variational=variational,
         extra={"converged": run.converged, "warmup_iter": warmup,
-               "objective": [r.objective for r in runs],
+               "objective": [r.objective for r in runs],  # every restart, to show the spread
                "objective_kind": "elbo" if run.local.has_elbo else "loglik"},
     )

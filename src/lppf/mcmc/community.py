@@ -35,6 +35,7 @@ from lppf._numba import CHUNK, at_most, chunk_seeds, multinomial
 from lppf._numba import threads as numba_threads
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc._start import RESTARTS, best_start
+from lppf.mechanisms import noise_logpmf
 from lppf.results import METHODS, PRIVATE_METHODS, FitData, FitResult
 
 INIT_CHAINS = RESTARTS  # EM restarts of each chain's start (lppf.mcmc._start)
@@ -282,11 +283,9 @@ def log_joint(problem: Problem, state: State) -> float:
     if not problem.fix_pi:
         lj += float(prior.logpdf(state.Pi_CC).sum())
     if is_private(problem):
-        alpha = problem.alpha_VV[obs]
-        noisy = alpha > 0
-        tau = np.abs(problem.Ytil_VV[obs] - state.Y_VV[obs])[noisy]
-        a = alpha[noisy]
-        lj += float(np.sum(np.log1p(-a) - np.log1p(a) + tau * np.log(a)))
+        noisy = obs & (problem.alpha_VV > 0)
+        lj += float(np.sum(noise_logpmf(problem.Ytil_VV[noisy] - state.Y_VV[noisy],
+                                        problem.alpha_VV[noisy])))
     return lj
 
 

@@ -25,13 +25,14 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 from numba import njit, prange
-from scipy import special, stats
+from scipy import stats
 
 from lppf._numba import CHUNK, at_most, chunk_seeds, multinomial
 from lppf._numba import threads as numba_threads
 from lppf.counts import sample_counts_collapsed, sample_counts_private
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc._start import best_start
+from lppf.mechanisms import noise_logpmf
 from lppf.results import PRIVATE_METHODS, FitData, FitResult
 
 _FLOOR = np.finfo(np.float64).tiny  # gamma draws that underflow to 0 are lifted to this
@@ -316,8 +317,7 @@ def log_joint(state: PMFState, data: FitData, a0: float, b0: float) -> float:
     total = float(stats.poisson.logpmf(Y[obs], mu[obs]).sum())
     if state.method in PRIVATE_METHODS:
         alpha = np.broadcast_to(data.alpha, Y.shape)[obs]
-        tau = np.abs(state.Ytil[obs] - Y[obs])
-        total += float(np.sum(np.log1p(-alpha) - np.log1p(alpha) + special.xlogy(tau, alpha)))
+        total += float(np.sum(noise_logpmf(state.Ytil[obs] - Y[obs], alpha)))
     prior = stats.gamma(a0, scale=1.0 / b0)
     return total + float(prior.logpdf(state.Theta).sum() + prior.logpdf(state.Phi).sum())
 
