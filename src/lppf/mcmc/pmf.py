@@ -215,7 +215,8 @@ def make_state(data: FitData, method: str, Theta: np.ndarray, Phi: np.ndarray,
 
 def initial_state(data: FitData, method: str, n_components: int,
                   rng: np.random.Generator) -> PMFState:
-    """Factors ~ Gamma(1, 1) scaled so that the mean rate matches the mean observed count
+    """A random start (benchmarks; fits start from :func:`lppf.mcmc._start.best_start`):
+    factors ~ Gamma(1, 1) scaled so that the mean rate matches the mean observed count
     (``max(y~, 0)``); fixed factors from ``data.fix``."""
     D, V = data.Y.shape
     observed = ~data.mask
