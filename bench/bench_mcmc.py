@@ -27,8 +27,8 @@ import numpy as np
 from lppf import mechanisms, synthetic
 from lppf._numba import threads as numba_threads
 from lppf.mcmc import fit_mcmc
-from lppf.mcmc.pmf import PRIVATE, allocate, gibbs_sweep, initial_state
-from lppf.results import METHODS, FitData
+from lppf.mcmc.pmf import allocate, gibbs_sweep, initial_state
+from lppf.results import METHODS, PRIVATE_METHODS, FitData
 
 SIZES = {"network": ("community", 161, 161, 5), "enron": ("pmf", 1000, 1400, 25),
          "v1": ("pmf", 1000, 1000, 50)}
@@ -57,7 +57,7 @@ def state_bytes(state, data: FitData, K: int) -> int:
     total = sum(a.nbytes for a in arrays if a is not None)
     cells = data.Y.size
     total += 8 * cells  # posterior-mean accumulator of mu
-    if state.method in PRIVATE:
+    if state.method in PRIVATE_METHODS:
         total += 16 * cells  # mu work buffer and the accumulator of y
     if data.mask.any():
         total += 8 * cells  # 1 - mask as float64 for the rate products
@@ -67,7 +67,7 @@ def state_bytes(state, data: FitData, K: int) -> int:
 def bench_pmf(data: FitData, method: str, K: int, n_iter: int, warmup: int):
     rng = np.random.default_rng(1)
     state = initial_state(data, method, K, rng)
-    mu = np.empty(data.Y.shape) if method in PRIVATE else None
+    mu = np.empty(data.Y.shape) if method in PRIVATE_METHODS else None
     for _ in range(warmup):
         gibbs_sweep(state, data, 0.1, 1.0, rng, None, mu)
     tracemalloc.start()

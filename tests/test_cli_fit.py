@@ -95,3 +95,19 @@ def test_entry_point_runs(inputs):
     assert result.returncode == 0, result.stderr
     assert result.stderr.startswith("lppf fit: numba threads = ")
     assert out.is_file()
+
+
+def test_chains_idata_and_rhat_warning(inputs, capsys, tmp_path):
+    out, nc = tmp_path / "fit.npz", tmp_path / "fit.nc"
+    code, err = run(capsys, "fit", inputs / "private.npz", out, "--chains", 3, "--seed", 1,
+                    "--idata", nc, *FAST, "--iterations", 24)
+    assert code == 0, err
+    with np.load(out) as z:
+        assert int(z["extra_n_chains"]) == 3 and z["theta_samples"].shape == (15, 70, 2)
+        assert z["trace_loglik"].shape == (3, 24) and z["diag_rhat_mu"].shape == (16,)
+        rhat = max(float(z["diag_rhat_loglik"]), float(np.nanmax(z["diag_rhat_mu"])))
+    assert ("R-hat" in err) == (rhat > 1.05)
+    import xarray
+
+    with xarray.open_dataset(nc, group="posterior") as posterior:
+        assert posterior["theta"].shape == (3, 5, 70, 2)

@@ -12,6 +12,7 @@ means the chains (or halves) disagree: a local mode or too short a burn-in.
 
 from __future__ import annotations
 
+import logging
 import warnings
 
 import numpy as np
@@ -44,10 +45,18 @@ def _arviz():
 def _stats(draws: np.ndarray) -> dict[str, np.ndarray]:
     """rhat, ess_bulk, ess_tail of (chain, draw, ...) draws, one value per trailing index."""
     az = _arviz()
-    ds = az.convert_to_dataset({"x": draws})
-    out = {"rhat": az.rhat(ds)["x"].values}
-    for kind in ("bulk", "tail"):
-        out[f"ess_{kind}"] = az.ess(ds, method=kind)["x"].values
+    with warnings.catch_warnings():  # short chains are legitimate here
+        warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
+        ds = az.convert_to_dataset({"x": draws})
+    log = logging.getLogger("arviz")
+    level = log.level
+    log.setLevel(logging.ERROR)  # one chain is fine: split R-hat compares its halves
+    try:
+        out = {"rhat": az.rhat(ds)["x"].values}
+        for kind in ("bulk", "tail"):
+            out[f"ess_{kind}"] = az.ess(ds, method=kind)["x"].values
+    finally:
+        log.setLevel(level)
     return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
 
 
@@ -93,4 +102,6 @@ def to_inference_data(samples: dict[str, np.ndarray], loglik_CI: np.ndarray,
     az = _arviz()
     posterior = {k: v.reshape(n_chains, -1, *v.shape[1:]) for k, v in samples.items()}
     posterior["mu_cells"] = mu_CSM
-    return az.from_dict(posterior=posterior, sample_stats={"loglik": loglik_CI})
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
+        return az.from_dict(posterior=posterior, sample_stats={"loglik": loglik_CI})

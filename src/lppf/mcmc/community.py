@@ -30,11 +30,12 @@ from numba import njit, prange
 from scipy import stats
 
 from lppf import counts
-from lppf._numba import CHUNK, chunk_seeds
+from lppf._numba import CHUNK, at_most, chunk_seeds, multinomial
 from lppf._numba import threads as numba_threads
 from lppf.io import InputError
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc._start import RESTARTS, best_start
+from lppf.mechanisms import noise_logpmf
 from lppf.results import METHODS, PRIVATE_METHODS, FitData, FitResult
 
 INIT_CHAINS = RESTARTS  # EM restarts of each chain's start (lppf.mcmc._start)
@@ -117,30 +118,6 @@ def is_private(problem: Problem) -> bool:
 # ---------------------------------------------------------------- numba kernels
 
 
-@njit(cache=True)
-def _multinomial(n, w, out, suffix):
-    """Draw ``out ~ Mult(n, w / sum(w))`` by sequential binomials (w >= 0; suffix: scratch)."""
-    K = w.shape[0]
-    tail = 0.0
-    for k in range(K):
-        out[k] = 0
-    rem = n
-    for k in range(K - 1, -1, -1):
-        tail += w[k]
-        suffix[k] = tail
-    for k in range(K - 1):
-        if rem == 0:
-            return
-        p = w[k] / suffix[k] if suffix[k] > 0.0 else 0.0
-        if p >= 1.0:
-            out[k] = rem
-            return
-        if p > 0.0:
-            out[k] = np.random.binomial(rem, p)  # noqa: NPY002 (numba)
-            rem -= out[k]
-    out[K - 1] = rem
-
-
 @njit(cache=True, inline="always")
 def _search(cum, u):
     """Smallest k with cum[k] > u (cum non-decreasing, u < cum[-1])."""
@@ -172,7 +149,7 @@ def _allocate_cell(y, theta_i, Q_CC, send_C, recv_C, pair_CC, F, N):
             recv_C[d] += 1
             pair_CC[c, d] += 1
         return mu
-    _multinomial(y, w, N[0], cum)
+    multinomial(y, w, N[0], cum)
     for c in range(C):
         if N[0, c] == 0:
             continue
@@ -180,7 +157,7 @@ def _allocate_cell(y, theta_i, Q_CC, send_C, recv_C, pair_CC, F, N):
         w[0] = Q_CC[c, 0]
         for d in range(1, C):
             w[d] = Q_CC[c, d] - Q_CC[c, d - 1]
-        _multinomial(N[0, c], w, N[1], cum)
+        multinomial(N[0, c], w, N[1], cum)
         for d in range(C):
             recv_C[d] += N[1, d]
             pair_CC[c, d] += N[1, d]
@@ -306,11 +283,9 @@ def log_joint(problem: Problem, state: State) -> float:
     if not problem.fix_pi:
         lj += float(prior.logpdf(state.Pi_CC).sum())
     if is_private(problem):
-        alpha = problem.alpha_VV[obs]
-        noisy = alpha > 0
-        tau = np.abs(problem.Ytil_VV[obs] - state.Y_VV[obs])[noisy]
-        a = alpha[noisy]
-        lj += float(np.sum(np.log1p(-a) - np.log1p(a) + tau * np.log(a)))
+        noisy = obs & (problem.alpha_VV > 0)
+        lj += float(np.sum(noise_logpmf(problem.Ytil_VV[noisy] - state.Y_VV[noisy],
+                                        problem.alpha_VV[noisy])))
     return lj
 
 
@@ -369,14 +344,12 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
                          f"burnin={burnin}, iterations={n_iter}, thin={thin}")
     fix = _check_fix(dict(data.fix), data.Y.shape[0], n_components)
     problem = make_problem(FitData(data.Y, data.alpha, data.mask, fix), method, a0, b0)
-    if problem.Ytil_VV.shape[0] <= CHUNK:
-        threads = 1  # a single row chunk: extra threads would only wait
-
+    n_chunks = -(-problem.Ytil_VV.shape[0] // CHUNK)
     def make_chain(chain_rng):
         chain = CommunityChain(problem, fix, n_components, burnin, chain_rng)
         return chain, chain.info
 
-    with numba_threads(threads):
+    with numba_threads(threads), at_most(n_chunks):
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
                           thin=thin, rng=rng, mask=~problem.obs_VV, progress=progress,
                           desc=f"community {method}", start_key="init", info_key="init")

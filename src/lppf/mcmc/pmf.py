@@ -25,13 +25,14 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 from numba import njit, prange
-from scipy import special, stats
+from scipy import stats
 
-from lppf._numba import CHUNK, chunk_seeds
+from lppf._numba import CHUNK, at_most, chunk_seeds, multinomial
 from lppf._numba import threads as numba_threads
 from lppf.counts import sample_counts_collapsed, sample_counts_private
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc._start import best_start
+from lppf.mechanisms import noise_logpmf
 from lppf.results import PRIVATE_METHODS, FitData, FitResult
 
 _FLOOR = np.finfo(np.float64).tiny  # gamma draws that underflow to 0 are lifted to this
@@ -67,11 +68,12 @@ def _draw_component(u, bsum, theta_d, phi_v, K):
 
 
 @njit(cache=True, inline="always")
-def _allocate_cell(y, theta_d, phi_v, bsum, ydk, yvk):
+def _allocate_cell(y, theta_d, phi_v, bsum, ydk, yvk, w, n, suffix):
     """Add Mult(y, theta_d * phi_v / mu) to ``ydk`` and ``yvk`` (length K); return mu.
 
     ``theta_d``, ``phi_v`` are zero-padded to a multiple of _BLOCK: the block sums are then
     fixed-length independent dependency chains that the compiler unrolls and the CPU overlaps.
+    ``w``, ``suffix`` (K,) float and ``n`` (K,) int are scratch for large counts.
     """
     K = len(ydk)
     total = 0.0
@@ -88,8 +90,13 @@ def _allocate_cell(y, theta_d, phi_v, bsum, ydk, yvk):
             yvk[k] += 1
     elif total <= 0.0:  # every rate underflowed: spread uniformly
         _allocate_uniform(y, ydk, yvk)
-    else:
-        _allocate_binomial(y, total, theta_d, phi_v, ydk, yvk)
+    else:  # large counts: conditional binomials
+        for k in range(K):
+            w[k] = theta_d[k] * phi_v[k]
+        multinomial(y, w, n, suffix)
+        for k in range(K):
+            ydk[k] += n[k]
+            yvk[k] += n[k]
     return total
 
 
@@ -99,22 +106,6 @@ def _allocate_uniform(y, ydk, yvk):
         k = np.random.randint(len(ydk))  # noqa: NPY002 (numba)
         ydk[k] += 1
         yvk[k] += 1
-
-
-@njit(cache=True)
-def _allocate_binomial(y, total, theta_d, phi_v, ydk, yvk):
-    """Large counts: Mult(y, p) as a chain of conditional binomials."""
-    K = len(ydk)
-    left, rest = y, total
-    for k in range(K):
-        if left == 0:
-            break
-        p = theta_d[k] * phi_v[k]
-        n = left if k == K - 1 or p >= rest else np.random.binomial(left, p / rest)  # noqa: NPY002
-        rest -= p
-        left -= n
-        ydk[k] += n
-        yvk[k] += n
 
 
 @njit(cache=True, inline="always")
@@ -127,15 +118,17 @@ def _cell_loglik(y, mu):
 
 
 @njit(cache=True, parallel=True)
-def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_C):
+def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
     """Allocate every unmasked non-zero cell of dense ``Y`` (D, V). Writes row totals
     ``Y_DK`` (D, K), adds column totals to ``Y_TVK`` (n_threads, V, K; one slice per thread,
     integer counts, so the sum over threads does not depend on scheduling) and writes the
-    per-chunk ``sum y log mu - log y!`` in ``loglik_C``."""
+    per-chunk ``sum y log mu - log y!`` in ``loglik_X``."""
     D, V = Y.shape
     for c in prange(len(seeds)):
         np.random.seed(seeds[c])  # noqa: NPY002 (numba)
         bsum = np.empty(Theta_DK.shape[1] // _BLOCK)
+        K = Y_DK.shape[1]
+        w, suffix, n = np.empty(K), np.empty(K), np.empty(K, np.int64)
         acc = Y_TVK[numba.get_thread_id()]
         ll = 0.0
         for d in range(c * CHUNK, min((c + 1) * CHUNK, D)):
@@ -144,28 +137,31 @@ def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_C):
                 y = Y[d, v]
                 if y == 0 or mask[d, v]:
                     continue
-                mu = _allocate_cell(y, Theta_DK[d], Phi_VK[v], bsum, Y_DK[d], acc[v])
+                mu = _allocate_cell(y, Theta_DK[d], Phi_VK[v], bsum, Y_DK[d], acc[v], w, n,
+                                    suffix)
                 ll += _cell_loglik(y, mu)
-        loglik_C[c] = ll
+        loglik_X[c] = ll
 
 
 @njit(cache=True, parallel=True)
-def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_C):
+def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
     """As :func:`allocate_dense` for fixed counts in CSR form (observed non-zero cells only)."""
     D = len(indptr) - 1
     for c in prange(len(seeds)):
         np.random.seed(seeds[c])  # noqa: NPY002 (numba)
         bsum = np.empty(Theta_DK.shape[1] // _BLOCK)
+        K = Y_DK.shape[1]
+        w, suffix, n = np.empty(K), np.empty(K), np.empty(K, np.int64)
         acc = Y_TVK[numba.get_thread_id()]
         ll = 0.0
         for d in range(c * CHUNK, min((c + 1) * CHUNK, D)):
             Y_DK[d] = 0
-            for n in range(indptr[d], indptr[d + 1]):
-                v = indices[n]
-                mu = _allocate_cell(counts[n], Theta_DK[d], Phi_VK[v], bsum, Y_DK[d],
-                                    acc[v])
-                ll += _cell_loglik(counts[n], mu)
-        loglik_C[c] = ll
+            for i in range(indptr[d], indptr[d + 1]):
+                v = indices[i]
+                mu = _allocate_cell(counts[i], Theta_DK[d], Phi_VK[v], bsum, Y_DK[d],
+                                    acc[v], w, n, suffix)
+                ll += _cell_loglik(counts[i], mu)
+        loglik_X[c] = ll
 
 
 # ---------------------------------------------------------------------------- state
@@ -219,7 +215,8 @@ def make_state(data: FitData, method: str, Theta: np.ndarray, Phi: np.ndarray,
 
 def initial_state(data: FitData, method: str, n_components: int,
                   rng: np.random.Generator) -> PMFState:
-    """Factors ~ Gamma(1, 1) scaled so that the mean rate matches the mean observed count
+    """A random start (benchmarks; fits start from :func:`lppf.mcmc._start.best_start`):
+    factors ~ Gamma(1, 1) scaled so that the mean rate matches the mean observed count
     (``max(y~, 0)``); fixed factors from ``data.fix``."""
     D, V = data.Y.shape
     observed = ~data.mask
@@ -240,12 +237,6 @@ def _observed_weights(mask: np.ndarray) -> np.ndarray | None:
     return None if not mask.any() else (~mask).astype(np.float64)
 
 
-def _at_most(n_chunks: int):
-    """Use no more threads than chunks: idle OpenMP workers cost milliseconds per call on a
-    busy machine, which dominates small problems."""
-    return numba_threads(min(numba.get_num_threads(), n_chunks))
-
-
 def update_counts(state: PMFState, data: FitData, rng: np.random.Generator,
                   mu: np.ndarray | None = None) -> None:
     """Resample the true counts (private methods) given y~ and mu = Theta @ Phi."""
@@ -253,7 +244,7 @@ def update_counts(state: PMFState, data: FitData, rng: np.random.Generator,
         return
     mu = np.matmul(state.Theta, state.Phi, out=mu)
     seeds = chunk_seeds(rng, len(state.Y))
-    with _at_most(len(seeds)):
+    with at_most(len(seeds)):
         if state.method == "private":
             sample_counts_private(state.Ytil, data.alpha, mu, data.mask, state.lam_plus,
                                   state.lam_minus, state.Y, seeds)
@@ -276,15 +267,15 @@ def allocate(state: PMFState, data: FitData, rng: np.random.Generator
     K = state.Theta.shape[1]
     seeds = chunk_seeds(rng, D)
     Y_DK = np.empty((D, K), dtype=np.int64)
-    loglik_C = np.empty(len(seeds))
+    loglik_X = np.empty(len(seeds))
     Theta_DK, Phi_VK = _padded(state.Theta), _padded(state.Phi.T)
-    with _at_most(len(seeds)):
+    with at_most(len(seeds)):
         Y_TVK = np.zeros((numba.get_num_threads(), V, K), dtype=np.int64)
         if state.csr is None:
-            allocate_dense(state.Y, data.mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_C)
+            allocate_dense(state.Y, data.mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X)
         else:
-            allocate_sparse(*state.csr, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_C)
-    return Y_DK, Y_TVK.sum(axis=0).T, float(loglik_C.sum())
+            allocate_sparse(*state.csr, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X)
+    return Y_DK, Y_TVK.sum(axis=0).T, float(loglik_X.sum())
 
 
 def update_factors(state: PMFState, Y_DK: np.ndarray, Y_KV: np.ndarray,
@@ -327,8 +318,7 @@ def log_joint(state: PMFState, data: FitData, a0: float, b0: float) -> float:
     total = float(stats.poisson.logpmf(Y[obs], mu[obs]).sum())
     if state.method in PRIVATE_METHODS:
         alpha = np.broadcast_to(data.alpha, Y.shape)[obs]
-        tau = np.abs(state.Ytil[obs] - Y[obs])
-        total += float(np.sum(np.log1p(-alpha) - np.log1p(alpha) + special.xlogy(tau, alpha)))
+        total += float(np.sum(noise_logpmf(state.Ytil[obs] - Y[obs], alpha)))
     prior = stats.gamma(a0, scale=1.0 / b0)
     return total + float(prior.logpdf(state.Theta).sum() + prior.logpdf(state.Phi).sum())
 
