@@ -45,6 +45,9 @@ def test_stat_and_the_two_standard_error_criterion():
     assert claims.below(claims.Stat(1.0, math.nan, 1), b) is None
     assert claims.close_to(claims.Stat(1.2, 0.01, 3), claims.Stat(1.0, 0.01, 3)) == claims.PASS
     assert claims.close_to(claims.Stat(2.0, 0.01, 3), claims.Stat(1.0, 0.01, 3)) == claims.FAIL
+    # an excess of 1 is close on the scale of a figure spanning 20, not of one spanning 5
+    assert claims.close_to(claims.Stat(2.0, 0.01, 3), claims.Stat(1.0, 0.01, 3), 20) == claims.PASS
+    assert claims.close_to(claims.Stat(2.0, 0.01, 3), claims.Stat(1.0, 0.01, 3), 5) == claims.FAIL
     assert str(claims.Stat.of(pd.Series([1.0, 2.0, 3.0]))) == "2 ± 1 (n=3)"
 
 
