@@ -69,8 +69,8 @@ def test_diagnostic_cells_are_observed_and_fixed():
 
 def test_inference_data_round_trip(tmp_path):
     data = _data("pmf")
-    model = PoissonMF(2, method="private", n_iter=30, burnin=10, thin=5, n_chains=2,
-                      seed=0).fit(data.Y, alpha=0.5)
+    model = PoissonMF(2, method="private", max_iter=30, burnin=10, thin=5, n_chains=2,
+                      random_state=0).fit(data.Y, alpha=0.5)
     idata = model.to_inference_data()
     assert idata.posterior["theta"].shape == (2, 4, 30, 2)
     assert idata.sample_stats["loglik"].shape == (2, 20)

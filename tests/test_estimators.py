@@ -137,14 +137,14 @@ def test_cavi_dispatch_passes_the_shared_settings(counts, monkeypatch):
 
 DEGENERATE = [
     (PoissonMF, {}, {"mask": np.ones((20, 15), bool)}, "mask", "holds out every cell"),
-    (PoissonMF, {}, {"Y": np.zeros((0, 0))}, "Y", "empty matrix"),
+    (PoissonMF, {}, {"Y": np.zeros((0, 0))}, "Y", r"found array with 0 sample\(s\)"),
     (PoissonMF, {}, {"Y": np.full((20, 15), 2**31)}, "Y", r"within \+-2\*\*31"),
     (PoissonMF, {}, {"Y": np.full((20, 15), 1e30)}, "Y", r"within \+-2\*\*31"),
     (CommunityModel, {}, {"Y": np.ones((1, 1), int)}, "Y", "at least 2 actors"),
     (PoissonMF, {"n_components": 10**9}, {}, "n_components", "GiB"),
     (PoissonMF, {"a0": 1e16}, {}, "a0", "degenerate gamma prior"),
-    (PoissonMF, {"seed": 2**70}, {}, "seed", r"\[0, 2\*\*63\)"),
-    (PoissonMF, {"n_iter": 2**40}, {}, "n_iter", r"below 2\*\*31"),
+    (PoissonMF, {"random_state": 2**70}, {}, "random_state", r"\[0, 2\*\*63\)"),
+    (PoissonMF, {"max_iter": 2**40}, {}, "max_iter", r"below 2\*\*31"),
     (PoissonMF, {}, {"fix": {"phi": np.zeros((2, 15))}}, "fix_phi", "finite and > 0"),
 ]
 

@@ -24,9 +24,10 @@ COMMON = {
     "check_complex_data": f"complex counts are {MESSAGES}",
     "check_dtype_object": f"object arrays are {MESSAGES}: counts need a numeric dtype",
     "check_fit2d_predict1d": f"1-d input is {MESSAGES}",
-    "check_transformer_general": FOLD_IN,
-    "check_transformer_data_not_an_array": FOLD_IN,
 }
+# PMF CAVI reaches the same optimum from its EM start whether or not phi is held fixed.
+APPROXIMATE = {"check_transformer_general": FOLD_IN,
+               "check_transformer_data_not_an_array": FOLD_IN}
 MCMC = {
     name: "MCMC transform is a Monte Carlo average whose random streams are assigned by row "
           "position (fixed chunks of rows), so reordering or subsetting rows changes the draws"
@@ -48,6 +49,8 @@ COMMUNITY = {
 
 def expected_failed_checks(estimator):
     failed = dict(COMMON)
+    if estimator.inference == "mcmc" or isinstance(estimator, CommunityModel):
+        failed.update(APPROXIMATE)
     if estimator.inference == "mcmc":
         failed.update(MCMC)
     if isinstance(estimator, CommunityModel):

@@ -270,7 +270,7 @@ def _private_chunks(Y, alpha, S, Emu, Vmu, shape_plus, shape_minus, mask, R, Ey)
 
 
 def private_local(Y, alpha, S, Emu, Vmu, shape_plus, shape_minus, mask):
-    """One local step of the paper's private CAVI (METHOD section 6), every unmasked cell.
+    """One local step of the paper's private CAVI, every unmasked cell.
 
     q(lambda+-) = Gamma(shape+-, rate 1/alpha). m = mode of Bes(|y~|, 2 sqrt(G[lam-] G[lam+ + mu]))
     with G[lam+ + mu] by the delta method; E[y+], E[g-] from m; (g+, y_1..y_K) multinomial with
