@@ -60,6 +60,16 @@ def test_rhat_of_mixed_chains_near_one_and_of_stuck_chains_large():
     assert "R-hat" in warning_line(stuck)
 
 
+def test_one_chain_is_diagnosed_by_its_halves():
+    rng = np.random.default_rng(2)
+    cells = np.zeros((2, 2), np.int64)
+    flat = chain_diagnostics(rng.normal(size=(1, 400)), rng.normal(size=(1, 40, 2)), cells)
+    assert abs(flat["rhat_loglik"] - 1) < 0.02 and np.all(np.isfinite(flat["rhat_mu"]))
+    drift = np.linspace(0, 5, 400)[None]
+    assert chain_diagnostics(drift + rng.normal(size=(1, 400)), rng.normal(size=(1, 40, 2)),
+                             cells)["rhat_loglik"] > RHAT_WARN
+
+
 def test_diagnostic_cells_are_observed_and_fixed():
     mask = np.random.default_rng(1).random((20, 30)) < 0.5
     cells = diagnostic_cells(mask)

@@ -6,7 +6,8 @@ Split R-hat and bulk/tail effective sample sizes of
 * mu at ``N_CELLS`` cells drawn once (seed ``CELL_SEED``) among the observed cells, at
   every saved sample, (n_chains, S) draws per cell.
 
-With one chain, R-hat compares its two halves (split R-hat). R-hat above ``RHAT_WARN``
+With one chain, its two halves are passed to ArviZ as two chains (which splits them again).
+R-hat above ``RHAT_WARN``
 means the chains (or halves) disagree: a local mode or too short a burn-in.
 """
 
@@ -48,7 +49,7 @@ def _stats(draws: np.ndarray) -> dict[str, np.ndarray]:
     with warnings.catch_warnings():  # short chains are legitimate here
         warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
         ds = az.convert_to_dataset({"x": draws})
-    log = logging.getLogger("arviz")
+    log = getattr(az, "_log", logging.getLogger("arviz"))  # arviz 0.x: its own Logger
     level = log.level
     log.setLevel(logging.ERROR)  # one chain is fine: split R-hat compares its halves
     try:
@@ -67,6 +68,9 @@ def chain_diagnostics(loglik_CI: np.ndarray, mu_CSM: np.ndarray, cells: np.ndarr
     ``*_loglik`` are scalars, ``*_mu`` have one value per cell (NaN when too few draws)."""
     out: dict[str, np.ndarray] = {"cells": cells}
     for name, draws in (("loglik", loglik_CI), ("mu", mu_CSM)):
+        if draws.shape[0] == 1:  # one chain: its two halves (ArviZ wants >= 2 chains)
+            half = draws.shape[1] // 2
+            draws = np.stack([draws[0, :half], draws[0, half:2 * half]])
         if draws.shape[1] < 4:  # arviz needs at least 4 draws per chain
             stats = {k: np.full(draws.shape[2:], np.nan) for k in ("rhat", "ess_bulk",
                                                                    "ess_tail")}
