@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from lppf.cavi import fit_cavi
-from lppf.io import InputError
 from lppf.results import FitData
 
 SETTINGS = {"a0": 0.3, "b0": 0.3, "restarts": 1}
@@ -135,27 +134,3 @@ def test_community_recovers_blocks():
     assert mae["nonprivate"] < 0.15 * constant, mae
     assert mae["private-collapsed"] < 0.6 * mae["naive"], mae
     assert mae["private"] < 0.5 * constant, mae
-
-
-@pytest.mark.parametrize("change, message", [
-    ({"alpha": np.full((1, 1), 1.0)}, "alpha must lie"),
-    ({"alpha": np.ones((3, 2)) * 0.5}, "does not broadcast"),
-    ({"mask": np.zeros((2, 2), bool)}, "mask shape"),
-    ({"fix": {"pi": np.ones((2, 2))}}, "cannot fix"),
-    ({"fix": {"phi": np.ones((3, 5))}}, "expected (2, 5)"),
-    ({"fix": {"phi": -np.ones((2, 5))}}, "non-negative"),
-])
-def test_bad_input_raises_one_line_errors(change, message):
-    base = {"Y": np.ones((4, 5), np.int64), "alpha": np.full((1, 1), 0.5),
-            "mask": np.zeros((4, 5), bool), "fix": {}}
-    data = FitData(**{**base, **change})
-    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        fit_cavi("pmf", data, method="private", n_components=2, max_iter=3, tol=0,
-                 rng=np.random.default_rng(0), **SETTINGS)
-
-
-def test_noiseless_cells_need_nonnegative_counts():
-    data = FitData(-np.ones((3, 3), np.int64), np.zeros((1, 1)), np.zeros((3, 3), bool), {})
-    with pytest.raises(InputError, match="noiseless"):
-        fit_cavi("pmf", data, method="private-collapsed", n_components=2, max_iter=3, tol=0,
-                 rng=np.random.default_rng(0), **SETTINGS)

@@ -9,7 +9,6 @@ from geweke import assert_geweke, geweke_z
 from numba import njit
 
 from lppf._numba import threads
-from lppf.io import InputError
 from lppf.mcmc import community as cm
 from lppf.results import FitData
 
@@ -216,22 +215,3 @@ def test_outputs_shapes_and_fixed_factors():
     assert np.all(fit.samples["pi"] == Pi) and len(fit.extra["init_loglik"]) == cm.INIT_CHAINS
     assert set(fit.elapsed) == {"init", "burnin", "sampling"}
     assert np.allclose(fit.mu_hat, np.mean([t @ Pi @ t.T for t in fit.samples["theta"]], 0))
-
-
-@pytest.mark.parametrize(("change", "message"), [
-    ({"Y": np.zeros((3, 4), int)}, "square"),
-    ({"mask": np.zeros((3, 3), bool)}, "mask"),
-    ({"alpha": np.full((1, 1), 1.0)}, "alpha"),
-    ({"alpha": np.zeros((2, 1))}, "alpha"),
-    ({"fix": {"pi": np.eye(3)}}, "fix pi"),
-    ({"fix": {"phi": np.eye(2)}}, "theta and pi"),
-    ({"burnin": 10}, "burnin"),
-])
-def test_bad_input_names_the_culprit(change, message):
-    args = {"Y": np.zeros((4, 4), int), "mask": np.eye(4, dtype=bool), "alpha": np.zeros((1, 1)),
-            "fix": {}, "burnin": 1, **change}
-    data = FitData(args["Y"], args["alpha"], args["mask"], args["fix"])
-    with pytest.raises(InputError, match=message):
-        cm.fit_community_mcmc(data, method="private", n_components=2, a0=1.0, b0=1.0,
-                              n_iter=10, burnin=args["burnin"], thin=1,
-                              rng=np.random.default_rng(0))

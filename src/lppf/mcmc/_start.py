@@ -40,11 +40,14 @@ INNER = 10  # multiplicative M-step updates per E step
 _TINY = 1e-300
 
 
+MAX_PILOT, MAX_REFINE = 50, 200  # caps: a long burn-in is the sampler's job, not EM's
+
+
 def em_budget(burnin: int) -> tuple[int, int]:
-    """(pilot, refine) E steps for a burn-in of ``burnin`` iterations: (burnin // 2, 2 burnin).
-    Shorter pilots rank the restarts poorly (a run that ends best after 20 steps is often
-    not the one that ends best after 200)."""
-    return max(burnin // 2, 1), 2 * burnin
+    """(pilot, refine) E steps for a burn-in of ``burnin`` iterations: (burnin // 2, 2 burnin),
+    at most (MAX_PILOT, MAX_REFINE). Shorter pilots rank the restarts poorly (a run that ends
+    best after 20 steps is often not the one that ends best after 200)."""
+    return min(max(burnin // 2, 1), MAX_PILOT), min(2 * burnin, MAX_REFINE)
 
 
 def _counts(data: FitData, method: str) -> np.ndarray:

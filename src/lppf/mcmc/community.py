@@ -32,11 +32,10 @@ from scipy import stats
 from lppf import counts
 from lppf._numba import CHUNK, at_most, chunk_seeds, multinomial
 from lppf._numba import threads as numba_threads
-from lppf.io import InputError
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc._start import RESTARTS, best_start
 from lppf.mechanisms import noise_logpmf
-from lppf.results import METHODS, PRIVATE_METHODS, FitData, FitResult
+from lppf.results import PRIVATE_METHODS, FitData, FitResult
 
 INIT_CHAINS = RESTARTS  # EM restarts of each chain's start (lppf.mcmc._start)
 FLOOR = 1e-100  # gamma draws are floored here so that products of three never underflow
@@ -79,22 +78,10 @@ class State:
 
 
 def make_problem(data: FitData, method: str, a0: float, b0: float) -> Problem:
-    """Validate ``data`` for the community model and precompute the held-out structure."""
-    if method not in METHODS:
-        raise InputError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
+    """Precompute the held-out structure of validated ``data`` (:mod:`lppf.validation`)."""
     Y = np.asarray(data.Y)
-    if Y.ndim != 2 or Y.shape[0] != Y.shape[1]:
-        raise InputError(f"Y: the community model needs a square matrix, got shape {Y.shape}")
     V = Y.shape[0]
-    if np.shape(data.mask) != Y.shape:
-        raise InputError(f"mask: expected shape {Y.shape}, got {np.shape(data.mask)}")
-    try:
-        alpha = np.ascontiguousarray(np.broadcast_to(np.asarray(data.alpha, float), (V, V)))
-    except ValueError:
-        raise InputError(f"alpha: shape {np.shape(data.alpha)} does not broadcast to "
-                         f"{Y.shape}") from None
-    if not np.all((alpha >= 0) & (alpha < 1)):
-        raise InputError("alpha: values must lie in [0, 1)")
+    alpha = np.ascontiguousarray(np.broadcast_to(np.asarray(data.alpha, float), (V, V)))
     Y = Y.astype(np.int32)  # the dtype lppf.counts is compiled for in the PMF sampler too
     held = np.array(data.mask, dtype=bool, copy=True)
     np.fill_diagonal(held, True)
@@ -310,21 +297,6 @@ def make_state(problem: Problem, Theta_VC: np.ndarray, Pi_CC: np.ndarray,
 # ---------------------------------------------------------------- the fit
 
 
-def _check_fix(fix: dict[str, np.ndarray], V: int, C: int) -> dict[str, np.ndarray]:
-    expected = {"theta": (V, C), "pi": (C, C)}
-    out = {}
-    for name, value in fix.items():
-        if name not in expected:
-            raise InputError(f"fix: the community model has factors theta and pi, got {name!r}")
-        arr = np.asarray(value, dtype=float)
-        if arr.shape != expected[name]:
-            raise InputError(f"fix {name}: expected shape {expected[name]}, got {arr.shape}")
-        if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-            raise InputError(f"fix {name}: values must be finite and non-negative")
-        out[name] = np.ascontiguousarray(arr)
-    return out
-
-
 def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
                        n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
                        threads: int | None = None, progress: bool = False,
@@ -339,11 +311,8 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
     observed cells at the start of each iteration; ``elapsed`` has ``init`` (the starts,
     not counted in ``n_iter``), ``burnin`` and ``sampling`` seconds.
     """
-    if not 0 <= burnin <= n_iter - thin or thin < 1:
-        raise InputError(f"need thin >= 1 and 0 <= burnin <= iterations - thin, got "
-                         f"burnin={burnin}, iterations={n_iter}, thin={thin}")
-    fix = _check_fix(dict(data.fix), data.Y.shape[0], n_components)
-    problem = make_problem(FitData(data.Y, data.alpha, data.mask, fix), method, a0, b0)
+    fix = dict(data.fix)
+    problem = make_problem(data, method, a0, b0)
     n_chunks = -(-problem.Ytil_VV.shape[0] // CHUNK)
     def make_chain(chain_rng):
         chain = CommunityChain(problem, fix, n_components, burnin, chain_rng)
