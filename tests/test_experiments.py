@@ -44,12 +44,13 @@ def test_settings_grids_and_fits():
 
 
 def test_figures_are_declared_by_what_an_experiment_measures():
-    assert grid.figures(spec()) == ["kl_vs_privacy"]
+    assert grid.figures(spec()) == ["kl_vs_privacy", "rhat"]
+    assert grid.figures(spec(inference=["cavi"])) == ["kl_vs_privacy"]
     assert grid.figures(spec(truth={"kind": "data", "dataset": "network"}, heldout=[0, 5])) == [
-        "heldout_by_components"]
+        "heldout_by_components", "rhat"]
     assert grid.figures(spec(truth={"kind": "pmf"}, fix_truth=["phi"],
                              inference=["mcmc", "cavi"])) == ["posterior_y", "theta_kl",
-                                                             "time_vs_error"]
+                                                             "time_vs_error", "rhat"]
 
 
 def test_run_args_pass_only_the_options_given():

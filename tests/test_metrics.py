@@ -253,3 +253,12 @@ def test_evaluate_fit_reports_the_papers_measures():
     assert out["heldout_baseline_mae"] == pytest.approx(
         np.abs(truth["Y"][mask] - observed_mean).mean())
     assert "coverage90" not in out
+
+
+def test_convergence_reads_the_fit_diagnostics():
+    fit = {"diag_rhat_loglik": np.float64(1.2), "diag_ess_bulk_loglik": np.float64(40.0),
+           "diag_rhat_mu": np.array([1.01, np.nan, 1.3])}
+    assert metrics.convergence(fit) == {"rhat_loglik": 1.2, "ess_bulk_loglik": 40.0,
+                                        "rhat_mu_max": 1.3}
+    assert math.isnan(metrics.convergence({**fit, "diag_rhat_mu": np.array([np.nan])})
+                      ["rhat_mu_max"])

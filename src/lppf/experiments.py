@@ -74,6 +74,8 @@ def figures(spec: Mapping[str, Any]) -> list[str]:
         names += ["posterior_y", "theta_kl"]
     if {"cavi", "mcmc"} <= set(spec["inference"]):
         names.append("time_vs_error")
+    if "mcmc" in spec["inference"]:
+        names.append("rhat")
     return names
 
 

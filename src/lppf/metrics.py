@@ -262,8 +262,8 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
     with ``mask`` (True = held out): ``heldout_mae`` and ``heldout_baseline_mae`` (the
     held-out MAE of predicting the mean observed count everywhere); with ``coherence``:
     ``npmi`` and ``umass`` of every saved Phi sample; with ``private`` (``Y_noisy``,
-    ``alpha``): ``coverage90`` over cells that were observed. Community models are evaluated
-    off the diagonal.
+    ``alpha``): ``coverage90`` over cells that were observed; MCMC fits: :func:`convergence`.
+    Community models are evaluated off the diagonal.
     """
     Y, mu_hat = truth["Y"], np.asarray(fit["mu_hat"], dtype=float)
     cells = ~np.eye(*Y.shape, dtype=bool) if model == "community" else None
@@ -285,4 +285,15 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
     if private is not None:
         out["coverage90"] = coverage(model, fit, private, Y, observed, coverage_cells,
                                      np.random.default_rng(seed))
+    if "diag_rhat_loglik" in fit:
+        out.update(convergence(fit))
     return out
+
+
+def convergence(fit) -> dict[str, float]:
+    """MCMC diagnostics of a fit (its ``diag_*`` arrays, :mod:`lppf.diagnostics`): split R-hat
+    and bulk ESS of the log-likelihood trace, the largest R-hat over the diagnosed cells of mu."""
+    rhat_mu = np.asarray(fit["diag_rhat_mu"], dtype=float)
+    return {"rhat_loglik": float(fit["diag_rhat_loglik"]),
+            "ess_bulk_loglik": float(fit["diag_ess_bulk_loglik"]),
+            "rhat_mu_max": float(np.nanmax(rhat_mu)) if np.isfinite(rhat_mu).any() else math.nan}

@@ -208,6 +208,21 @@ def time_vs_error(smk):
     return g.figure
 
 
+def rhat(smk):
+    """Convergence: split R-hat of each MCMC fit's log-likelihood trace (chains or halves of
+    one chain) and the largest R-hat over the diagnosed cells of mu; dashed: 1.05."""
+    df = fits_table(smk)
+    df = df[df["inference"] == "mcmc"].dropna(subset=["rhat_loglik"])
+    long = df.melt(id_vars=["method", "grid"], value_vars=["rhat_loglik", "rhat_mu_max"],
+                   var_name="quantity", value_name="R-hat")
+    g = sns.catplot(long, x="grid", y="R-hat", hue="method", col="quantity", kind="strip",
+                    dodge=True, height=3, aspect=1.4, sharey=False)
+    for ax in g.axes.flat:
+        ax.axhline(1.05, color="k", ls="--", lw=0.8)
+        ax.tick_params(axis="x", rotation=45)
+    return g.figure
+
+
 def main(smk):
     with open(smk.log[0], "w") as log:
         sys.stderr = log

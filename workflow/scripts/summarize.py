@@ -9,7 +9,8 @@ from lppf.io import write_text
 KEYS = ["experiment", "model", "method", "inference", "fix", "K", "setting", "grid"]
 PARAMETERS = ["e0", "heldout", "alpha", "eps_n", "eps_mean", "beta_mean"]
 METRICS = ["mae_y", "mae_mu", "kl", "topic_l1", "heldout_mae", "heldout_baseline_mae", "npmi",
-           "umass", "coverage90", "fit_seconds"]
+           "umass", "coverage90", "rhat_loglik", "rhat_mu_max", "ess_bulk_loglik",
+           "fit_seconds"]
 
 
 def summarize(fits: pd.DataFrame) -> pd.DataFrame:
