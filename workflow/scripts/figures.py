@@ -211,8 +211,14 @@ def time_vs_error(smk):
 def rhat(smk):
     """Convergence: split R-hat of each MCMC fit's log-likelihood trace (chains or halves of
     one chain) and the largest R-hat over the diagnosed cells of mu; dashed: 1.05."""
-    df = fits_table(smk)
+    df = fits_table(smk).reindex(columns=["method", "grid", "inference", "rhat_loglik",
+                                          "rhat_mu_max"])
     df = df[df["inference"] == "mcmc"].dropna(subset=["rhat_loglik"])
+    if df.empty:
+        fig, ax = plt.subplots(figsize=(4, 1.5))
+        ax.text(0.5, 0.5, "no MCMC diagnostics in this experiment", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
     long = df.melt(id_vars=["method", "grid"], value_vars=["rhat_loglik", "rhat_mu_max"],
                    var_name="quantity", value_name="R-hat")
     g = sns.catplot(long, x="grid", y="R-hat", hue="method", col="quantity", kind="strip",
