@@ -5,8 +5,9 @@ Settings are a dict with the keys of :data:`DEFAULTS` (the estimators' ``get_par
 :func:`check` validates them and the data (:mod:`lppf.validation`) into a
 :class:`~lppf.results.FitData`, :func:`fit` runs the backend (:mod:`lppf.mcmc` or
 :mod:`lppf.cavi`), and :meth:`Fit.to_arrays` lays the result out as the ``.npz``.
-This module imports neither scikit-learn nor a backend before it is used: every workflow job
-is an ``lppf fit`` process whose start-up counts.
+This module imports neither scikit-learn, numba nor a backend before it is used: every
+workflow job is an ``lppf fit`` process whose start-up counts, and the workflow reads
+:data:`DEFAULTS` when it is parsed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from lppf._numba import threads as numba_threads
 from lppf.io import save_npz
 from lppf.results import FitData, FitResult
 from lppf.validation import check_params, fit_data
@@ -156,6 +156,8 @@ def fit(model: str, data: FitData, params: dict[str, Any]) -> Fit:
     """Fit ``model`` to validated ``data`` (:func:`check`) with settings ``params``: draw the
     seed from ``params["random_state"]`` and run the backend on ``params["threads"]``
     numba threads."""
+    from lppf._numba import threads as numba_threads  # here: the workflow imports DEFAULTS
+
     seed = draw_seed(params["random_state"])
     rng = np.random.default_rng(seed)
     start = time.perf_counter()
