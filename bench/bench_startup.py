@@ -4,13 +4,16 @@
 
 Prints the median wall time of ``python -c "import numpy, scipy.sparse, numba"`` and of
 ``lppf fit`` on a privatized 20 x 30 matrix (K = 3, 20 iterations: the run is start-up), and
-their ratio. The numba cache is warmed by one untimed fit first. Timings on a shared machine
-are noisy: compare medians from one run of this script.
+their ratio. The numba cache is warmed by one untimed fit first. Then the median breakdown
+of the same fit inside one process (each phase's time on top of the previous ones) and the
+heavy packages it imported. Timings on a shared machine are noisy: compare medians from one
+run of this script.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -21,6 +24,25 @@ from pathlib import Path
 import numpy as np
 
 BASELINE = [sys.executable, "-c", "import numpy, scipy.sparse, numba"]
+HEAVY = ("sklearn", "arviz", "pandas", "xarray", "matplotlib", "scipy.stats", "tqdm")
+PHASES = """
+import sys, time, json
+t = [time.perf_counter()]
+import numpy, scipy.sparse, numba
+t.append(time.perf_counter())
+from lppf.cli import build_parser
+build_parser(("fit",))
+t.append(time.perf_counter())
+import lppf.mcmc.pmf
+t.append(time.perf_counter())
+from lppf.cli import main
+main(sys.argv[1:])
+t.append(time.perf_counter())
+print(json.dumps({"times": [b - a for a, b in zip(t, t[1:])],
+                  "heavy": [m for m in HEAVY if m in sys.modules]}))
+"""
+NAMES = ("import numpy, scipy.sparse, numba", "lppf fit's parser (lppf.cli, lppf.fitting)",
+         "the backend module (lppf.mcmc.pmf)", "the fit: kernels loaded, run, diagnostics, save")
 
 
 def _wall(cmd: list[str]) -> float:
@@ -47,10 +69,23 @@ def main() -> None:
         for _ in range(args.runs):  # interleaved, so that load changes hit both alike
             base.append(_wall(BASELINE))
             lppf.append(_wall(fit))
+        phases = [_phases(fit[3:]) for _ in range(args.runs)]
     b, f = statistics.median(base), statistics.median(lppf)
     print(f"import numpy, scipy.sparse, numba: {b:.3f} s (median of {args.runs})")
     print(f"lppf fit 20 x 30, K=3, 20 iterations: {f:.3f} s (median of {args.runs})")
     print(f"ratio: {f / b:.2f} (target <= 1.5)")
+    print(f"in one process (median of {args.runs}):")
+    for i, name in enumerate(NAMES):
+        print(f"  {statistics.median(p['times'][i] for p in phases):6.3f} s  {name}")
+    print(f"  heavy packages imported: {', '.join(phases[0]['heavy']) or 'none'}")
+
+
+def _phases(fit_args: list[str]) -> dict:
+    """The in-process breakdown of one ``lppf fit`` run (a fresh interpreter)."""
+    code = f"HEAVY = {HEAVY!r}\n" + PHASES
+    out = subprocess.run([sys.executable, "-c", code, *fit_args], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

@@ -111,3 +111,38 @@ def test_chains_idata_and_rhat_warning(inputs, capsys, tmp_path):
 
     with xarray.open_dataset(nc, group="posterior") as posterior:
         assert posterior["theta"].shape == (3, 5, 70, 2)
+
+
+def test_fit_imports_neither_sklearn_nor_arviz(inputs, tmp_path):
+    """Every workflow job is an ``lppf fit`` process: its start-up does not pay for
+    scikit-learn or ArviZ (with pandas, xarray and matplotlib)."""
+    argv = ["fit", str(inputs / "private.npz"), str(tmp_path / "fit.npz"), "--seed", "1",
+            *FAST]
+    code = ("import sys; from lppf.cli import main; "
+            f"assert main({argv!r}) == 0; "
+            "heavy = {'sklearn', 'arviz', 'pandas', 'xarray', 'matplotlib'} & set(sys.modules); "
+            "assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert np.load(tmp_path / "fit.npz")["diag_rhat_loglik"].shape == ()
+
+
+@pytest.mark.parametrize(("model", "inference"), [("pmf", "mcmc"), ("community", "cavi")])
+def test_fit_equals_the_estimator_bit_for_bit(tmp_path, capsys, model, inference):
+    """``lppf fit`` and the estimators run one fit function (lppf.fitting) with one set of
+    defaults: same seed, same arrays."""
+    from lppf.estimators import CommunityModel, PoissonMF
+
+    rng = np.random.default_rng(5)
+    Y = rng.poisson(2.0, (12, 12)) + rng.integers(-2, 3, (12, 12))
+    np.savez(tmp_path / "private.npz", Y_noisy=Y, alpha=np.array(0.5))
+    code, err = run(capsys, "fit", tmp_path / "private.npz", tmp_path / "fit.npz", "--model",
+                    model, "--inference", inference, "--seed", 7, *FAST)
+    assert code == 0, err
+    cli = np.load(tmp_path / "fit.npz")
+    est = {"pmf": PoissonMF, "community": CommunityModel}[model](
+        2, inference=inference, max_iter=12, burnin=4, thin=4, random_state=7)
+    api = est.fit(Y, alpha=0.5).to_arrays(input_path=tmp_path / "private.npz")
+    assert set(cli) == set(api)
+    for key in set(api) - {"config"} - {k for k in api if k.startswith("elapsed")}:
+        np.testing.assert_array_equal(cli[key], api[key], err_msg=key)
+    assert json.loads(str(cli["config"])) == json.loads(str(api["config"]))

@@ -10,42 +10,25 @@ The estimators are scikit-learn estimators (``clone``, ``get_params``, ``Pipelin
 data with :mod:`lppf.validation` (raising :class:`lppf.io.InputError` with a one-line
 message), runs the backend
 (:mod:`lppf.mcmc` or :mod:`lppf.cavi`) and copies the :class:`lppf.results.FitResult` into
-attributes ending in ``_``. :data:`DEFAULTS` holds every default, shared with ``lppf fit``.
+attributes ending in ``_``. The fit itself is :mod:`lppf.fitting`, which ``lppf fit`` calls
+without scikit-learn; :data:`DEFAULTS` (from there) holds every default.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import time
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from lppf import fitting
 from lppf._numba import threads as numba_threads
-from lppf.io import InputError, save_npz
+from lppf.fitting import DEFAULTS
+from lppf.io import InputError
 from lppf.results import FitData, FitResult
-from lppf.validation import check_params, factor_shapes, fit_data
-
-DEFAULTS: dict[str, Any] = {
-    "n_components": 10,
-    "method": "private",
-    "inference": "mcmc",
-    "a0": 0.1,  # gamma prior shape
-    "b0": 1.0,  # gamma prior rate
-    "max_iter": 2000,  # MCMC: total iterations including burn-in; CAVI: maximum iterations
-    "burnin": 1000,
-    "thin": 20,
-    "n_chains": 1,  # MCMC: independent chains, samples pooled
-    "tol": 1e-5,  # CAVI: stop when the relative change of mu_hat drops below (0: never)
-    "restarts": 1,  # CAVI: random restarts, best ELBO kept
-    "random_state": None,  # int, None (a fresh seed) or a numpy Generator; see ``seed_``
-    "threads": None,  # numba threads; None: numba's default
-    "verbose": False,  # progress bar
-    "alpha": None,  # noise level used when fit/transform/score get no ``alpha``
-}
+from lppf.validation import factor_shapes
 
 
 class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -80,24 +63,16 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.verbose = verbose
         self.alpha = alpha
 
-    # -- validation (lppf.validation)
+    # -- validation (lppf.validation, through lppf.fitting)
     def _check_params(self) -> None:
-        check_params(method=self.method, inference=self.inference,
-                     n_components=self.n_components, a0=self.a0, b0=self.b0,
-                     max_iter=self.max_iter, burnin=self.burnin, thin=self.thin,
-                     n_chains=self.n_chains, tol=self.tol,
-                     restarts=self.restarts, random_state=self.random_state,
-                     threads=self.threads)
+        fitting.check_settings(self.get_params())
 
     def _factor_shapes(self, shape: tuple[int, int]) -> dict[str, tuple[int, int]]:
         return factor_shapes(self._model, shape, self.n_components)
 
     def _check_data(self, Y: Any, alpha: Any, mask: Any, fix: dict | None,
                     model: str | None = None) -> FitData:
-        n_saved = (max((int(self.max_iter) - int(self.burnin)) // int(self.thin), 1)
-                   * int(self.n_chains) if self.inference == "mcmc" else 1)
-        return fit_data(model or self._model, self.method, Y, alpha, mask, fix,
-                        n_components=self.n_components, n_saved=n_saved)
+        return fitting.check_data(model or self._model, self.get_params(), Y, alpha, mask, fix)
 
     # -- fitting
     def fit(self, Y: Any, y: None = None, *, alpha: Any = None, mask: Any = None,
@@ -113,46 +88,15 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self._check_params()
         data = self._check_data(Y, self._alpha(alpha), mask, fix)
         validate_data(self, Y, reset=True, skip_check_array=True)
-        self.seed_ = self._draw_seed()
-        rng = np.random.default_rng(self.seed_)
-        start = time.perf_counter()
-        with numba_threads(self.threads) as n_threads:
-            self.threads_ = n_threads
-            result = self._run(data, rng)
-        self._store(result, time.perf_counter() - start)
+        self._store(fitting.fit(self._model, data, self.get_params()))
         return self
 
     def _alpha(self, alpha: Any) -> Any:
         return self.alpha if alpha is None else alpha
 
-    def _draw_seed(self) -> int:
-        """The seed of this fit: ``random_state`` itself, or drawn from it (a Generator) or
-        from the operating system (None)."""
-        if self.random_state is None:
-            return int(np.random.SeedSequence().generate_state(1)[0])
-        if isinstance(self.random_state, np.random.Generator):
-            return int(self.random_state.integers(2**32))
-        return int(self.random_state)
-
-    def _run(self, data: FitData, rng: np.random.Generator, model: str | None = None,
-             ) -> FitResult:
-        common = {"method": self.method, "n_components": int(self.n_components),
-                  "a0": float(self.a0), "b0": float(self.b0), "rng": rng,
-                  "threads": self.threads, "progress": bool(self.verbose)}
-        model = model or self._model
-        if self.inference == "mcmc":
-            from lppf.mcmc import fit_mcmc
-
-            return fit_mcmc(model, data, n_iter=int(self.max_iter),
-                            burnin=int(self.burnin), thin=int(self.thin),
-                            n_chains=int(self.n_chains), **common)
-        from lppf.cavi import fit_cavi
-
-        return fit_cavi(model, data, max_iter=int(self.max_iter), tol=float(self.tol),
-                        restarts=int(self.restarts), **common)
-
-    def _store(self, result: FitResult, total: float) -> None:
-        self.result_ = result
+    def _store(self, fit: fitting.Fit) -> None:
+        result = self.result_ = fit.result
+        self.seed_, self.threads_ = fit.seed, fit.threads
         self.mu_hat_ = result.mu_hat
         for name in self._factors:
             setattr(self, f"{name}_", result.factors.get(name))
@@ -161,7 +105,7 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.log_joint_ = result.log_joint
         self.trace_ = result.trace
         self.variational_ = result.variational
-        self.elapsed_ = {**result.elapsed, "total": total}
+        self.elapsed_ = {**result.elapsed, "total": fit.seconds}
         self.n_iter_ = result.n_iter
         self.components_ = self._components()
 
@@ -204,7 +148,7 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         data = FitData(data.Y, data.alpha, data.mask, {"phi": self.components_})
         rng = np.random.default_rng((self.seed_, 1))
         with numba_threads(self.threads):
-            return self._run(data, rng, model="pmf")
+            return fitting.run("pmf", data, rng, self.get_params())
 
     def transform(self, Y: Any, alpha: Any = None) -> np.ndarray:
         """Posterior means of the row factors, (n_new, K), of new (privatized) rows ``Y``
@@ -241,56 +185,30 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     # -- output
     def config(self, input_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Every setting of the fit (JSON-serializable)."""
-        params = self.get_params()
-        for name in ("verbose", "random_state", "alpha"):
-            params.pop(name)
         seed = self.random_state if isinstance(self.random_state, int | None) else None
-        return {"model": self._model, **params, "seed": getattr(self, "seed_", seed),
-                "numba_threads": getattr(self, "threads_", None),
-                "input": None if input_path is None else str(input_path)}
+        return fitting.config(self._model, self.get_params(), getattr(self, "seed_", seed),
+                              getattr(self, "threads_", None), input_path)
 
-    def to_arrays(self, input_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-        """The fit as the arrays of the ``.npz`` layout (see README.md, "Output .npz")."""
+    def _fit(self) -> fitting.Fit:
         if not hasattr(self, "result_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted yet; call fit first")
-        r = self.result_
-        out: dict[str, Any] = {"mu_hat": r.mu_hat, **r.factors}
-        if r.y_hat is not None:
-            out["y_hat"] = r.y_hat
-        out.update({f"{k}_samples": v for k, v in r.samples.items()})
-        if r.log_joint is not None:
-            out["log_joint"] = r.log_joint
-        out.update({f"trace_{k}": v for k, v in r.trace.items()})
-        out.update({f"q_{k}": v for k, v in r.variational.items()})
-        out["elapsed_seconds"] = np.float64(self.elapsed_["total"])
-        out.update({f"elapsed_{k}": np.float64(v) for k, v in r.elapsed.items()
-                    if k != "total"})
-        out.update({f"extra_{k}": np.asarray(v) for k, v in r.extra.items()})
-        out.update({f"diag_{k}": np.asarray(v) for k, v in r.diagnostics.items()})
-        out["iterations"] = np.int64(r.n_iter)
-        out["seed"] = np.int64(self.seed_)
-        out["config"] = np.array(json.dumps(self.config(input_path), sort_keys=True))
-        return out
+        return fitting.Fit(self._model, self.get_params(), self.result_, self.seed_,
+                           self.threads_, self.elapsed_["total"])
+
+    def to_arrays(self, input_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """The fit as the arrays of the ``.npz`` layout (:meth:`lppf.fitting.Fit.to_arrays`)."""
+        return self._fit().to_arrays(input_path)
 
     def to_inference_data(self):
         """The MCMC samples as an ``arviz.InferenceData``: posterior factors and mu at the
         diagnosed cells (chain, draw, ...), the post-burn-in log likelihood in
-        ``sample_stats`` (:func:`lppf.diagnostics.to_inference_data`)."""
-        if not hasattr(self, "result_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted yet; call fit first")
-        r = self.result_
-        if not r.diagnostics:
-            raise ValueError("to_inference_data needs an MCMC fit (inference='mcmc')")
-        from lppf.diagnostics import to_inference_data
-
-        n_chains = int(r.extra["n_chains"])
-        loglik = np.reshape(r.trace["loglik"], (n_chains, -1))[:, int(self.burnin):]
-        return to_inference_data(r.samples, loglik, r.diagnostics["mu_cells"], n_chains)
+        ``sample_stats`` (:meth:`lppf.fitting.Fit.to_inference_data`)."""
+        return self._fit().to_inference_data()
 
     def save(self, path: str | os.PathLike[str], *,
              input_path: str | os.PathLike[str] | None = None) -> None:
         """Write the fit ``.npz`` atomically."""
-        save_npz(path, **self.to_arrays(input_path))
+        self._fit().save(path, input_path=input_path)
 
 
 class PoissonMF(_PoissonFactorization):

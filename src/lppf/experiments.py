@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from lppf.estimators import DEFAULTS
+from lppf.fitting import DEFAULTS
 from lppf.results import INFERENCES, METHODS, MODELS
 
 # privacy grid kind -> prefix of its grid point names (alpha-0.5, epsn-1, ...)

@@ -15,13 +15,12 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from lppf import fitting
 from lppf._numba import threads as numba_threads
 from lppf.diagnostics import warning_line
-from lppf.estimators import DEFAULTS, CommunityModel, PoissonMF
+from lppf.fitting import DEFAULTS
 from lppf.io import InputError, check_output, load_npy, load_npz, require_key
 from lppf.results import INFERENCES, METHODS, MODELS
-
-ESTIMATORS = {"pmf": PoissonMF, "community": CommunityModel}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -112,26 +111,25 @@ def run(args: argparse.Namespace) -> int:
     mask = None if args.mask is None else load_npy(args.mask, "--mask")
     fix = {name: load_npy(path, f"--fix-{name}") for name in ("theta", "phi", "pi")
            if (path := getattr(args, f"fix_{name}")) is not None}
-    estimator = ESTIMATORS[args.model](
-        args.components, method=args.method, inference=args.inference, a0=args.a0,
-        b0=args.b0, max_iter=args.iterations, burnin=args.burnin, thin=args.thin,
-        n_chains=args.chains, tol=args.tol,
-        restarts=args.restarts, random_state=args.seed, threads=args.threads,
-        verbose=not args.quiet and sys.stderr.isatty())
+    params = {**DEFAULTS, "n_components": args.components, "method": args.method,
+              "inference": args.inference, "a0": args.a0, "b0": args.b0,
+              "max_iter": args.iterations, "burnin": args.burnin, "thin": args.thin,
+              "n_chains": args.chains, "tol": args.tol, "restarts": args.restarts,
+              "random_state": args.seed, "threads": args.threads,
+              "verbose": not args.quiet and sys.stderr.isatty()}
     try:  # checked before anything is printed: bad input gives one line only
-        estimator._check_params()
-        estimator._check_data(Y, alpha, mask, fix or None)
+        data = fitting.check(args.model, params, Y, alpha, mask, fix or None)
         print(_threads_line(args.threads), file=sys.stderr, flush=True)
-        estimator.fit(Y, alpha=alpha, mask=mask, fix=fix or None)
+        fit = fitting.fit(args.model, data, params)
     except InputError as exc:
         raise _blame(args, exc) from None
-    estimator.save(args.output, input_path=args.input)
+    fit.save(args.output, input_path=args.input)
     if args.idata is not None:
-        estimator.to_inference_data().to_netcdf(args.idata)
-    warning = warning_line(estimator.result_.diagnostics)
+        fit.to_inference_data().to_netcdf(args.idata)
+    warning = warning_line(fit.result.diagnostics)
     if warning is not None:
         print(f"lppf fit: {args.output}: {warning}", file=sys.stderr)
     print(f"{args.output}: {args.model} {args.method} {args.inference}, K={args.components}, "
-          f"{estimator.n_iter_} iterations in {estimator.elapsed_['total']:.1f} s",
+          f"{fit.result.n_iter} iterations in {fit.seconds:.1f} s",
           file=sys.stderr)
     return 0

@@ -1,0 +1,166 @@
+"""One fit, from settings and data to the output ``.npz``: the code path shared by the
+scikit-learn estimators (:mod:`lppf.estimators`) and ``lppf fit``.
+
+Settings are a dict with the keys of :data:`DEFAULTS` (the estimators' ``get_params()``).
+:func:`check` validates them and the data (:mod:`lppf.validation`) into a
+:class:`~lppf.results.FitData`, :func:`fit` runs the backend (:mod:`lppf.mcmc` or
+:mod:`lppf.cavi`), and :meth:`Fit.to_arrays` lays the result out as the ``.npz``.
+This module imports neither scikit-learn, numba nor a backend before it is used: every
+workflow job is an ``lppf fit`` process whose start-up counts, and the workflow reads
+:data:`DEFAULTS` when it is parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lppf.io import save_npz
+from lppf.results import FitData, FitResult
+from lppf.validation import check_params, fit_data
+
+DEFAULTS: dict[str, Any] = {
+    "n_components": 10,
+    "method": "private",
+    "inference": "mcmc",
+    "a0": 0.1,  # gamma prior shape
+    "b0": 1.0,  # gamma prior rate
+    "max_iter": 2000,  # MCMC: total iterations including burn-in; CAVI: maximum iterations
+    "burnin": 1000,
+    "thin": 20,
+    "n_chains": 1,  # MCMC: independent chains, samples pooled
+    "tol": 1e-5,  # CAVI: stop when the relative change of mu_hat drops below (0: never)
+    "restarts": 1,  # CAVI: random restarts, best ELBO kept
+    "random_state": None,  # int, None (a fresh seed) or a numpy Generator; see ``seed_``
+    "threads": None,  # numba threads; None: numba's default
+    "verbose": False,  # progress bar
+    "alpha": None,  # noise level used when fit/transform/score get no ``alpha``
+}
+
+
+def check(model: str, params: dict[str, Any], Y: Any, alpha: Any, mask: Any,
+          fix: dict | None) -> FitData:
+    """Validate the settings ``params`` and the data of a ``model`` fit."""
+    check_settings(params)
+    return check_data(model, params, Y, alpha, mask, fix)
+
+
+def check_settings(params: dict[str, Any]) -> None:
+    """Validate the settings ``params`` (:func:`lppf.validation.check_params`)."""
+    check_params(**{k: v for k, v in params.items() if k not in ("verbose", "alpha")})
+
+
+def check_data(model: str, params: dict[str, Any], Y: Any, alpha: Any, mask: Any,
+               fix: dict | None) -> FitData:
+    """Validate the data of a ``model`` fit with settings ``params`` (already checked)."""
+    n_saved = (max((int(params["max_iter"]) - int(params["burnin"])) // int(params["thin"]), 1)
+               * int(params["n_chains"]) if params["inference"] == "mcmc" else 1)
+    return fit_data(model, params["method"], Y, alpha, mask, fix,
+                    n_components=params["n_components"], n_saved=n_saved)
+
+
+def draw_seed(random_state: int | np.random.Generator | None) -> int:
+    """The seed of a fit: ``random_state`` itself, or drawn from it (a Generator) or from the
+    operating system (None)."""
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**32))
+    return int(random_state)
+
+
+def run(model: str, data: FitData, rng: np.random.Generator, params: dict[str, Any]
+        ) -> FitResult:
+    """The backend's fit of ``model`` to ``data`` with settings ``params``."""
+    common = {"method": params["method"], "n_components": int(params["n_components"]),
+              "a0": float(params["a0"]), "b0": float(params["b0"]), "rng": rng,
+              "threads": params["threads"], "progress": bool(params["verbose"])}
+    if params["inference"] == "mcmc":
+        from lppf.mcmc import fit_mcmc
+
+        return fit_mcmc(model, data, n_iter=int(params["max_iter"]),
+                        burnin=int(params["burnin"]), thin=int(params["thin"]),
+                        n_chains=int(params["n_chains"]), **common)
+    from lppf.cavi import fit_cavi
+
+    return fit_cavi(model, data, max_iter=int(params["max_iter"]), tol=float(params["tol"]),
+                    restarts=int(params["restarts"]), **common)
+
+
+def config(model: str, params: dict[str, Any], seed: int | None, threads: int | None,
+           input_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Every setting of a fit (JSON-serializable), as stored under ``config``."""
+    params = {k: v for k, v in params.items() if k not in ("verbose", "random_state", "alpha")}
+    return {"model": model, **params, "seed": seed, "numba_threads": threads,
+            "input": None if input_path is None else str(input_path)}
+
+
+@dataclass
+class Fit:
+    """A finished fit: its settings, the backend's result, the seed and numba threads used
+    and the wall time in seconds."""
+
+    model: str
+    params: dict[str, Any]
+    result: FitResult
+    seed: int
+    threads: int
+    seconds: float
+
+    def to_arrays(self, input_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """The fit as the arrays of the ``.npz`` layout (see docs, "Output .npz")."""
+        r = self.result
+        out: dict[str, Any] = {"mu_hat": r.mu_hat, **r.factors}
+        if r.y_hat is not None:
+            out["y_hat"] = r.y_hat
+        out.update({f"{k}_samples": v for k, v in r.samples.items()})
+        if r.log_joint is not None:
+            out["log_joint"] = r.log_joint
+        out.update({f"trace_{k}": v for k, v in r.trace.items()})
+        out.update({f"q_{k}": v for k, v in r.variational.items()})
+        out["elapsed_seconds"] = np.float64(self.seconds)
+        out.update({f"elapsed_{k}": np.float64(v) for k, v in r.elapsed.items()
+                    if k != "total"})
+        out.update({f"extra_{k}": np.asarray(v) for k, v in r.extra.items()})
+        out.update({f"diag_{k}": np.asarray(v) for k, v in r.diagnostics.items()})
+        out["iterations"] = np.int64(r.n_iter)
+        out["seed"] = np.int64(self.seed)
+        settings = config(self.model, self.params, self.seed, self.threads, input_path)
+        out["config"] = np.array(json.dumps(settings, sort_keys=True))
+        return out
+
+    def to_inference_data(self):
+        """The MCMC samples as an ``arviz.InferenceData``
+        (:func:`lppf.diagnostics.to_inference_data`)."""
+        r = self.result
+        if not r.diagnostics:
+            raise ValueError("to_inference_data needs an MCMC fit (inference='mcmc')")
+        from lppf.diagnostics import to_inference_data
+
+        n_chains = int(r.extra["n_chains"])
+        loglik = np.reshape(r.trace["loglik"], (n_chains, -1))[:, int(self.params["burnin"]):]
+        return to_inference_data(r.samples, loglik, r.diagnostics["mu_cells"], n_chains)
+
+    def save(self, path: str | os.PathLike[str], *,
+             input_path: str | os.PathLike[str] | None = None) -> None:
+        """Write the fit ``.npz`` atomically."""
+        save_npz(path, **self.to_arrays(input_path))
+
+
+def fit(model: str, data: FitData, params: dict[str, Any]) -> Fit:
+    """Fit ``model`` to validated ``data`` (:func:`check`) with settings ``params``: draw the
+    seed from ``params["random_state"]`` and run the backend on ``params["threads"]``
+    numba threads."""
+    from lppf._numba import threads as numba_threads  # here: the workflow imports DEFAULTS
+
+    seed = draw_seed(params["random_state"])
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    with numba_threads(params["threads"]) as n_threads:
+        result = run(model, data, rng, params)
+    return Fit(model, dict(params), result, seed, n_threads, time.perf_counter() - start)
