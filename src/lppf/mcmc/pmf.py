@@ -25,14 +25,19 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 from numba import njit, prange
-from scipy import stats
 
-from lppf._numba import CHUNK, at_most, chunk_seeds, multinomial
+from lppf._numba import (
+    CHUNK,
+    at_most,
+    chunk_seeds,
+    count_loglik,
+    gamma_logpdf_sum,
+    multinomial,
+)
 from lppf._numba import threads as numba_threads
 from lppf.counts import sample_counts_collapsed, sample_counts_private
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc._start import best_start
-from lppf.mechanisms import noise_logpmf
 from lppf.results import PRIVATE_METHODS, FitData, FitResult
 
 _FLOOR = np.finfo(np.float64).tiny  # gamma draws that underflow to 0 are lifted to this
@@ -309,18 +314,17 @@ def gibbs_sweep(state: PMFState, data: FitData, a0: float, b0: float,
     return ll - update_factors(state, Y_DK, Y_KV, W_DV, a0, b0, data.fix, rng)
 
 
-def log_joint(state: PMFState, data: FitData, a0: float, b0: float) -> float:
+def log_joint(state: PMFState, data: FitData, a0: float, b0: float,
+              mu: np.ndarray | None = None) -> float:
     """log p(y~, y, Theta, Phi) (private methods, y~ | y ~ y + 2Geo(alpha)) or
-    log p(y, Theta, Phi) (naive, nonprivate), observed cells only."""
-    obs = ~data.mask
-    mu = state.Theta @ state.Phi
-    Y = state.Y
-    total = float(stats.poisson.logpmf(Y[obs], mu[obs]).sum())
-    if state.method in PRIVATE_METHODS:
-        alpha = np.broadcast_to(data.alpha, Y.shape)[obs]
-        total += float(np.sum(noise_logpmf(state.Ytil[obs] - Y[obs], alpha)))
-    prior = stats.gamma(a0, scale=1.0 / b0)
-    return total + float(prior.logpdf(state.Theta).sum() + prior.logpdf(state.Phi).sum())
+    log p(y, Theta, Phi) (naive, nonprivate), observed cells only
+    (:func:`lppf._numba.count_loglik`); ``mu`` = Theta @ Phi when already computed."""
+    if mu is None:
+        mu = state.Theta @ state.Phi
+    private = state.method in PRIVATE_METHODS
+    total = count_loglik(state.Y, mu, data.mask, state.Ytil if private else None,
+                         data.alpha if private else None)
+    return total + gamma_logpdf_sum(state.Theta, a0, b0) + gamma_logpdf_sum(state.Phi, a0, b0)
 
 
 # ---------------------------------------------------------------------------- driver
@@ -351,8 +355,8 @@ class PMFChain:
     def counts(self) -> np.ndarray | None:
         return self.state.Y if self.state.method in PRIVATE_METHODS else None
 
-    def log_joint(self) -> float:
-        return log_joint(self.state, self.data, self.a0, self.b0)
+    def log_joint(self, mu: np.ndarray | None = None) -> float:
+        return log_joint(self.state, self.data, self.a0, self.b0, mu)
 
 
 def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
