@@ -33,6 +33,8 @@ from lppf._numba import (
     count_loglik,
     gamma_logpdf_sum,
     multinomial,
+    rng_state,
+    uniform,
 )
 from lppf._numba import threads as numba_threads
 from lppf.counts import sample_counts_collapsed, sample_counts_private
@@ -73,8 +75,9 @@ def _draw_component(u, bsum, theta_d, phi_v, K):
 
 
 @njit(cache=True, inline="always")
-def _allocate_cell(y, theta_d, phi_v, bsum, ydk, yvk, w, n, suffix):
+def _allocate_cell(y, theta_d, phi_v, bsum, ydk, yvk, w, n, suffix, rs):
     """Add Mult(y, theta_d * phi_v / mu) to ``ydk`` and ``yvk`` (length K); return mu.
+    Small counts: one uniform of the xoshiro state ``rs`` per unit (:func:`lppf._numba.uniform`).
 
     ``theta_d``, ``phi_v`` are zero-padded to a multiple of _BLOCK: the block sums are then
     fixed-length independent dependency chains that the compiler unrolls and the CPU overlaps.
@@ -90,7 +93,7 @@ def _allocate_cell(y, theta_d, phi_v, bsum, ydk, yvk, w, n, suffix):
         total += s
     if y <= 2 * K and total > 0.0:
         for _ in range(y):
-            k = _draw_component(np.random.random() * total, bsum, theta_d, phi_v, K)  # noqa: NPY002
+            k = _draw_component(uniform(rs) * total, bsum, theta_d, phi_v, K)
             ydk[k] += 1
             yvk[k] += 1
     elif total <= 0.0:  # every rate underflowed: spread uniformly
@@ -131,6 +134,7 @@ def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
     D, V = Y.shape
     for c in prange(len(seeds)):
         np.random.seed(seeds[c])  # noqa: NPY002 (numba)
+        rs = rng_state(seeds[c])
         bsum = np.empty(Theta_DK.shape[1] // _BLOCK)
         K = Y_DK.shape[1]
         w, suffix, n = np.empty(K), np.empty(K), np.empty(K, np.int64)
@@ -143,7 +147,7 @@ def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
                 if y == 0 or mask[d, v]:
                     continue
                 mu = _allocate_cell(y, Theta_DK[d], Phi_VK[v], bsum, Y_DK[d], acc[v], w, n,
-                                    suffix)
+                                    suffix, rs)
                 ll += _cell_loglik(y, mu)
         loglik_X[c] = ll
 
@@ -154,6 +158,7 @@ def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TV
     D = len(indptr) - 1
     for c in prange(len(seeds)):
         np.random.seed(seeds[c])  # noqa: NPY002 (numba)
+        rs = rng_state(seeds[c])
         bsum = np.empty(Theta_DK.shape[1] // _BLOCK)
         K = Y_DK.shape[1]
         w, suffix, n = np.empty(K), np.empty(K), np.empty(K, np.int64)
@@ -164,7 +169,7 @@ def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TV
             for i in range(indptr[d], indptr[d + 1]):
                 v = indices[i]
                 mu = _allocate_cell(counts[i], Theta_DK[d], Phi_VK[v], bsum, Y_DK[d],
-                                    acc[v], w, n, suffix)
+                                    acc[v], w, n, suffix, rs)
                 ll += _cell_loglik(counts[i], mu)
         loglik_X[c] = ll
 
