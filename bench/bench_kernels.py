@@ -38,6 +38,7 @@ import time
 import numpy as np
 
 from lppf import mechanisms, synthetic
+from lppf._numba import blas_single
 from lppf._numba import threads as numba_threads
 from lppf.mcmc.pmf import (
     _observed_weights,
@@ -187,7 +188,8 @@ def main(argv=None) -> None:
                       + " ".join(f"{'':>16}" for _ in phases[:3])
                       + f" {authors:16.4f}", flush=True)
             for method in args.methods:
-                res = bench_method(data, method, args.iterations, args.warmup)
+                with blas_single():  # as in lppf.mcmc.fit_mcmc
+                    res = bench_method(data, method, args.iterations, args.warmup)
                 low = floors(res, method, args.threads, args.bandwidth, args.ns_uniform)
                 cols = " ".join(f"{res[p]:8.4f} [{low[p]:5.3f}]" for p in phases)
                 print(f"{case:6} {method:18} {res['nnz']:7.0f} {cols} "

@@ -29,7 +29,15 @@ import numpy as np
 from numba import njit, prange
 
 from lppf import counts
-from lppf._numba import CHUNK, at_most, chunk_seeds, count_loglik, gamma_logpdf_sum, multinomial
+from lppf._numba import (
+    CHUNK,
+    at_most,
+    blas_single,
+    chunk_seeds,
+    count_loglik,
+    gamma_logpdf_sum,
+    multinomial,
+)
 from lppf._numba import threads as numba_threads
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc._start import RESTARTS, best_start
@@ -314,7 +322,7 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
         chain = CommunityChain(problem, fix, n_components, burnin, chain_rng)
         return chain, chain.info
 
-    with numba_threads(threads), at_most(n_chunks):
+    with numba_threads(threads), at_most(n_chunks), blas_single():
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
                           thin=thin, rng=rng, mask=~problem.obs_VV, progress=progress,
                           desc=f"community {method}", start_key="init", info_key="init")

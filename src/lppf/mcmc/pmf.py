@@ -29,6 +29,7 @@ from numba import njit, prange
 from lppf._numba import (
     CHUNK,
     at_most,
+    blas_single,
     chunk_seeds,
     count_loglik,
     gamma_logpdf_sum,
@@ -383,7 +384,7 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
         chain = PMFChain(data, method, n_components, a0, b0, burnin, chain_rng)
         return chain, chain.info
 
-    with numba_threads(threads):
+    with numba_threads(threads), blas_single():
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
                           thin=thin, rng=rng, mask=data.mask, progress=progress,
                           desc=f"pmf {method}", start_key="burnin")
