@@ -13,12 +13,13 @@ Cases (y~ = y + 2Geo(alpha)):
 Phases of :func:`lppf.mcmc.pmf.gibbs_sweep`: ``counts`` (mu = Theta Phi and the true
 counts given y~, private methods), ``alloc`` (the multinomial split of every non-zero count,
 with the row and column totals), ``factors`` (the gamma draws of Theta and Phi), ``sweep``
-(the three together, timed as one call) and ``joint`` (the log joint of a saved sample,
-:func:`lppf.mcmc.pmf.log_joint`). Each is the median wall time over ``--iterations`` sweeps
-after ``--warmup`` sweeps (numba compilation excluded). The floor columns are the estimates
-of :func:`floors` (memory traffic at ``--bandwidth`` GB/s per thread and ``--ns-uniform``
-ns per uniform draw, both per thread). The machine may be shared: medians, and compare
-ratios within one run.
+(the three together) and ``joint`` (what a saved sample adds: mu = Theta Phi and the log
+joint, :func:`lppf.mcmc.pmf.log_joint`). Each is the median wall time over
+``--iterations`` sweeps after ``--warmup`` sweeps (numba compilation excluded), with BLAS
+on one thread as in the fits. The floors in brackets are the estimates of :func:`floors`
+(memory traffic at ``--bandwidth`` GB/s per thread, ``--ns-uniform`` ns per uniform draw);
+a second table prints each phase as a multiple of its floor. The machine may be shared:
+medians, and compare ratios within one run.
 
 ``--authors DIR`` runs the authors' Cython sampler (``bppmf.BPPMF``, built in DIR; its
 python with ``--authors-python``) in a subprocess with the same number of OpenMP threads on
@@ -98,29 +99,30 @@ def bench_method(data: FitData, method: str, n_iter: int, warmup: int) -> dict:
 
 def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform: float
            ) -> dict:
-    """Estimated lower bounds (seconds) per phase.
+    """Estimated lower bounds (seconds) per phase on an idle machine.
 
-    alloc: per non-zero cell, K products theta_dk phi_vk (one row of Theta and one of Phi_VK,
-    cached: Theta 0.4 MB, Phi 0.4 MB) plus one uniform per unit of count (or per component for
-    large counts): ``(K * 0.5 ns + units/nnz * ns_uniform) * nnz / threads``; plus the read of
-    Y (4 B/cell). counts: the matmul (2 D V K flops at ~20 GFlop/s per thread) plus reading
-    y~, mu, y (+ lam+- for private) and writing y (+ lam+-): 20 B/cell (collapsed) or 36
-    B/cell (private), and one uniform per cell (collapsed) or ~4 (private: Bessel, binomial, 2
-    gammas). factors: 2 (D + V) K gamma draws (~20 ns each, single threaded numpy).
-    joint: reading y~, y, mu (16 B/cell) and one log per cell (~2 ns)."""
+    * alloc, per non-zero cell: K multiply-adds theta_dk phi_vk (~0.2 ns each, one row of
+      Theta and one of Phi_VK from cache), ~5 ns to bring a row of Phi_VK and one of the
+      column totals from L2, and per unit of count one uniform plus a two-level search
+      (``ns_uniform`` + 3 ns); plus reading the counts (4 B/cell), over ``n_threads``.
+    * counts: the product Theta Phi (2 D V K flops at 20 GFlop/s, BLAS on one thread) plus,
+      per cell, 20 B (collapsed: y~, mu, y) or 36 B (private: also lambda+-) of traffic and
+      ~10 ns (collapsed: one uniform and a short walk) or ~30 ns (private: a Bessel, a
+      binomial and two gamma draws with two logs) of work, over ``n_threads``.
+    * factors: 2 (D + V) K gamma draws at ~20 ns (numpy, one thread).
+    * joint: the product Theta Phi, 17 B/cell and one log per non-zero cell (~5 ns)."""
     cells = N * N
     gb = bandwidth * 1e9 * n_threads
-    alloc = (K * 0.5e-9 + res["units"] / max(res["nnz"], 1) * ns_uniform * 1e-9) \
+    product = 2 * cells * K / 20e9
+    per_unit = (ns_uniform + 3.0) * 1e-9
+    alloc = (K * 0.2e-9 + 5e-9 + res["units"] / max(res["nnz"], 1) * per_unit) \
         * res["nnz"] / n_threads + 4 * cells / gb
-    if method == "naive":
-        counts = 0.0
-    else:
-        per_cell = 36 if method == "private" else 20
-        draws = 4 if method == "private" else 1
-        counts = 2 * cells * K / (20e9 * n_threads) + per_cell * cells / gb \
-            + draws * ns_uniform * 1e-9 * cells / n_threads
+    counts = 0.0
+    if method != "naive":
+        traffic, work = (36, 30e-9) if method == "private" else (20, 10e-9)
+        counts = product + traffic * cells / gb + work * cells / n_threads
     factors = 2 * (2 * N * K) * 20e-9
-    joint = 16 * cells / gb + 2e-9 * cells / n_threads
+    joint = product + 17 * cells / gb + 5e-9 * res["nnz"] / n_threads
     return {"counts": counts, "alloc": alloc, "factors": factors, "joint": joint,
             "sweep": counts + alloc + factors}
 
@@ -173,6 +175,7 @@ def main(argv=None) -> None:
                         help="python that imports the authors' bppmf")
     args = parser.parse_args(argv)
     phases = ("counts", "alloc", "factors", "sweep", "joint")
+    above = []
     print(f"{args.threads} threads, medians of {args.iterations} sweeps; seconds "
           f"(floor estimate in brackets); joint/sweep = cost of a saved sample")
     print(f"{'case':6} {'method':18} {'nnz':>7} " + " ".join(f"{p:>16}" for p in phases)
@@ -195,6 +198,12 @@ def main(argv=None) -> None:
                 print(f"{case:6} {method:18} {res['nnz']:7.0f} {cols} "
                       f"{res['joint'] / res['sweep']:11.2f} "
                       f"{authors / res['sweep']:9.1f}x", flush=True)
+                above.append((case, method, {p: res[p] / low[p] if low[p] else float("nan")
+                                             for p in phases}))
+    print("\ntimes the floor estimate")
+    print(f"{'case':6} {'method':18} " + " ".join(f"{p:>8}" for p in phases))
+    for case, method, ratio in above:
+        print(f"{case:6} {method:18} " + " ".join(f"{ratio[p]:8.1f}" for p in phases))
 
 
 if __name__ == "__main__":
