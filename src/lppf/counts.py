@@ -20,12 +20,13 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from lppf._numba import CHUNK
+from lppf._numba import CHUNK, rng_state, uniform
 from lppf.distributions import bessel_sample_nb
 
 _TINY = 2.0**-53  # relative mass below which the walk stops (log-concave tails decay fast)
 _INV = 1.0 / np.arange(1.0, 257.0)  # 1 / (y + 1) for small y: multiplications, no divisions
 _SMALL_GAMMA = 16  # integer gamma shapes below this are drawn as sums of exponentials
+_SMALL_BINOMIAL = 16  # binomial sizes below this are drawn as sums of Bernoulli draws
 
 
 @njit(cache=True, inline="always")
@@ -117,18 +118,30 @@ def _alpha_at(alpha, i, j):
 
 
 @njit(cache=True)
-def _gamma_int(shape, scale):
-    """Gamma(shape, scale) for a positive integer shape: a sum of exponentials when small."""
+def _gamma_int(shape, scale, rs):
+    """Gamma(shape, scale) for a positive integer shape: a sum of exponentials when small
+    (uniforms of the xoshiro state ``rs``)."""
     if shape < _SMALL_GAMMA:
         prod = 1.0
         for _ in range(shape):
-            prod *= 1.0 - np.random.random()  # noqa: NPY002 (numba)
+            prod *= 1.0 - uniform(rs)
         return -math.log(prod) * scale
     return np.random.gamma(shape, scale)  # noqa: NPY002 (numba)
 
 
+@njit(cache=True, inline="always")
+def _binomial(n, p, rs):
+    """Binom(n, p): a sum of Bernoulli draws (uniforms of ``rs``) when n is small."""
+    if n >= _SMALL_BINOMIAL:
+        return np.random.binomial(n, p)  # noqa: NPY002 (numba)
+    k = 0
+    for _ in range(n):
+        k += uniform(rs) < p
+    return k
+
+
 @njit(cache=True)
-def _private_cell(t, mu, a, lp, lm):
+def _private_cell(t, mu, a, lp, lm, rs):
     """One augmented update of a noisy cell; returns (y, new lam+, new lam-)."""
     m = bessel_sample_nb(abs(t), 2.0 * math.sqrt((mu + lp) * lm))
     if t <= 0:
@@ -137,9 +150,9 @@ def _private_cell(t, mu, a, lp, lm):
     else:
         y_plus = m + t
         g_minus = m
-    y = np.random.binomial(y_plus, mu / (mu + lp)) if y_plus > 0 else 0  # noqa: NPY002
+    y = _binomial(y_plus, mu / (mu + lp), rs)
     g_plus = y_plus - y
-    return y, _gamma_int(1 + g_plus, a), _gamma_int(1 + g_minus, a)
+    return y, _gamma_int(1 + g_plus, a, rs), _gamma_int(1 + g_minus, a, rs)
 
 
 @njit(cache=True, parallel=True)
@@ -152,6 +165,7 @@ def sample_counts_private(Ytil, alpha, mu, mask, lam_plus, lam_minus, Y_out, see
     n_rows, n_cols = Ytil.shape
     for c in prange(len(seeds)):
         np.random.seed(seeds[c])  # noqa: NPY002 (numba)
+        rs = rng_state(seeds[c])
         for i in range(c * CHUNK, min((c + 1) * CHUNK, n_rows)):
             for j in range(n_cols):
                 if mask[i, j]:
@@ -161,7 +175,7 @@ def sample_counts_private(Ytil, alpha, mu, mask, lam_plus, lam_minus, Y_out, see
                     Y_out[i, j] = Ytil[i, j]
                     continue
                 y, lp, lm = _private_cell(Ytil[i, j], mu[i, j], a,
-                                          lam_plus[i, j], lam_minus[i, j])
+                                          lam_plus[i, j], lam_minus[i, j], rs)
                 Y_out[i, j] = y
                 lam_plus[i, j] = lp
                 lam_minus[i, j] = lm

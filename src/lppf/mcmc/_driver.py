@@ -38,8 +38,8 @@ class Chain(Protocol):
     def counts(self) -> np.ndarray | None:
         """The current true counts (private methods), else None."""
 
-    def log_joint(self) -> float:
-        """log joint probability of the current state."""
+    def log_joint(self, mu: np.ndarray | None = None) -> float:
+        """log joint probability of the current state (``mu``: :meth:`mu`, if computed)."""
 
 
 def n_saved(n_iter: int, burnin: int, thin: int) -> int:
@@ -80,7 +80,7 @@ def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarr
             y = chain.counts()
             if y is not None:
                 y_sum = y if y_sum is None else y_sum + y
-            log_joint[s] = chain.log_joint()
+            log_joint[s] = chain.log_joint(mu)
             s += 1
         bar.update()
     elapsed["sampling"] = time.perf_counter() - start - elapsed["burnin"]

@@ -27,14 +27,20 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
-from scipy import stats
 
 from lppf import counts
-from lppf._numba import CHUNK, at_most, chunk_seeds, multinomial
+from lppf._numba import (
+    CHUNK,
+    at_most,
+    blas_single,
+    chunk_seeds,
+    count_loglik,
+    gamma_logpdf_sum,
+    multinomial,
+)
 from lppf._numba import threads as numba_threads
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc._start import RESTARTS, best_start
-from lppf.mechanisms import noise_logpmf
 from lppf.results import PRIVATE_METHODS, FitData, FitResult
 
 INIT_CHAINS = RESTARTS  # EM restarts of each chain's start (lppf.mcmc._start)
@@ -259,20 +265,18 @@ def gibbs_step(problem: Problem, state: State, rng: np.random.Generator) -> floa
     return loglik
 
 
-def log_joint(problem: Problem, state: State) -> float:
-    """``log p(Y~, Y, Theta, Pi)`` (free factors only; ``private``'s noise rates marginalized)."""
-    mu = state.Theta_VC @ state.Pi_CC @ state.Theta_VC.T
-    obs = problem.obs_VV
-    lj = float(stats.poisson.logpmf(state.Y_VV[obs], mu[obs]).sum())
-    prior = stats.gamma(problem.a0, scale=1.0 / problem.b0)
+def log_joint(problem: Problem, state: State, mu: np.ndarray | None = None) -> float:
+    """``log p(Y~, Y, Theta, Pi)`` (free factors only; ``private``'s noise rates marginalized;
+    :func:`lppf._numba.count_loglik`); ``mu`` the current rate when already computed."""
+    if mu is None:
+        mu = state.Theta_VC @ state.Pi_CC @ state.Theta_VC.T
+    private = is_private(problem)
+    lj = count_loglik(state.Y_VV, mu, ~problem.obs_VV, problem.Ytil_VV if private else None,
+                      problem.alpha_VV if private else None)
     if not problem.fix_theta:
-        lj += float(prior.logpdf(state.Theta_VC).sum())
+        lj += gamma_logpdf_sum(state.Theta_VC, problem.a0, problem.b0)
     if not problem.fix_pi:
-        lj += float(prior.logpdf(state.Pi_CC).sum())
-    if is_private(problem):
-        noisy = obs & (problem.alpha_VV > 0)
-        lj += float(np.sum(noise_logpmf(problem.Ytil_VV[noisy] - state.Y_VV[noisy],
-                                        problem.alpha_VV[noisy])))
+        lj += gamma_logpdf_sum(state.Pi_CC, problem.a0, problem.b0)
     return lj
 
 
@@ -318,7 +322,7 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
         chain = CommunityChain(problem, fix, n_components, burnin, chain_rng)
         return chain, chain.info
 
-    with numba_threads(threads), at_most(n_chunks):
+    with numba_threads(threads), at_most(n_chunks), blas_single():
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
                           thin=thin, rng=rng, mask=~problem.obs_VV, progress=progress,
                           desc=f"community {method}", start_key="init", info_key="init")
@@ -349,5 +353,5 @@ class CommunityChain:
     def counts(self) -> np.ndarray | None:
         return self.state.Y_VV if is_private(self.problem) else None
 
-    def log_joint(self) -> float:
-        return log_joint(self.problem, self.state)
+    def log_joint(self, mu: np.ndarray | None = None) -> float:
+        return log_joint(self.problem, self.state, mu)

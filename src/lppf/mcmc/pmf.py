@@ -25,14 +25,22 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 from numba import njit, prange
-from scipy import stats
 
-from lppf._numba import CHUNK, at_most, chunk_seeds, multinomial
+from lppf._numba import (
+    CHUNK,
+    at_most,
+    blas_single,
+    chunk_seeds,
+    count_loglik,
+    gamma_logpdf_sum,
+    multinomial,
+    rng_state,
+    uniform,
+)
 from lppf._numba import threads as numba_threads
 from lppf.counts import sample_counts_collapsed, sample_counts_private
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc._start import best_start
-from lppf.mechanisms import noise_logpmf
 from lppf.results import PRIVATE_METHODS, FitData, FitResult
 
 _FLOOR = np.finfo(np.float64).tiny  # gamma draws that underflow to 0 are lifted to this
@@ -68,8 +76,9 @@ def _draw_component(u, bsum, theta_d, phi_v, K):
 
 
 @njit(cache=True, inline="always")
-def _allocate_cell(y, theta_d, phi_v, bsum, ydk, yvk, w, n, suffix):
+def _allocate_cell(y, theta_d, phi_v, bsum, ydk, yvk, w, n, suffix, rs):
     """Add Mult(y, theta_d * phi_v / mu) to ``ydk`` and ``yvk`` (length K); return mu.
+    Small counts: one uniform of the xoshiro state ``rs`` per unit (:func:`lppf._numba.uniform`).
 
     ``theta_d``, ``phi_v`` are zero-padded to a multiple of _BLOCK: the block sums are then
     fixed-length independent dependency chains that the compiler unrolls and the CPU overlaps.
@@ -85,7 +94,7 @@ def _allocate_cell(y, theta_d, phi_v, bsum, ydk, yvk, w, n, suffix):
         total += s
     if y <= 2 * K and total > 0.0:
         for _ in range(y):
-            k = _draw_component(np.random.random() * total, bsum, theta_d, phi_v, K)  # noqa: NPY002
+            k = _draw_component(uniform(rs) * total, bsum, theta_d, phi_v, K)
             ydk[k] += 1
             yvk[k] += 1
     elif total <= 0.0:  # every rate underflowed: spread uniformly
@@ -126,6 +135,7 @@ def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
     D, V = Y.shape
     for c in prange(len(seeds)):
         np.random.seed(seeds[c])  # noqa: NPY002 (numba)
+        rs = rng_state(seeds[c])
         bsum = np.empty(Theta_DK.shape[1] // _BLOCK)
         K = Y_DK.shape[1]
         w, suffix, n = np.empty(K), np.empty(K), np.empty(K, np.int64)
@@ -138,7 +148,7 @@ def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
                 if y == 0 or mask[d, v]:
                     continue
                 mu = _allocate_cell(y, Theta_DK[d], Phi_VK[v], bsum, Y_DK[d], acc[v], w, n,
-                                    suffix)
+                                    suffix, rs)
                 ll += _cell_loglik(y, mu)
         loglik_X[c] = ll
 
@@ -149,6 +159,7 @@ def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TV
     D = len(indptr) - 1
     for c in prange(len(seeds)):
         np.random.seed(seeds[c])  # noqa: NPY002 (numba)
+        rs = rng_state(seeds[c])
         bsum = np.empty(Theta_DK.shape[1] // _BLOCK)
         K = Y_DK.shape[1]
         w, suffix, n = np.empty(K), np.empty(K), np.empty(K, np.int64)
@@ -159,7 +170,7 @@ def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TV
             for i in range(indptr[d], indptr[d + 1]):
                 v = indices[i]
                 mu = _allocate_cell(counts[i], Theta_DK[d], Phi_VK[v], bsum, Y_DK[d],
-                                    acc[v], w, n, suffix)
+                                    acc[v], w, n, suffix, rs)
                 ll += _cell_loglik(counts[i], mu)
         loglik_X[c] = ll
 
@@ -309,18 +320,17 @@ def gibbs_sweep(state: PMFState, data: FitData, a0: float, b0: float,
     return ll - update_factors(state, Y_DK, Y_KV, W_DV, a0, b0, data.fix, rng)
 
 
-def log_joint(state: PMFState, data: FitData, a0: float, b0: float) -> float:
+def log_joint(state: PMFState, data: FitData, a0: float, b0: float,
+              mu: np.ndarray | None = None) -> float:
     """log p(y~, y, Theta, Phi) (private methods, y~ | y ~ y + 2Geo(alpha)) or
-    log p(y, Theta, Phi) (naive, nonprivate), observed cells only."""
-    obs = ~data.mask
-    mu = state.Theta @ state.Phi
-    Y = state.Y
-    total = float(stats.poisson.logpmf(Y[obs], mu[obs]).sum())
-    if state.method in PRIVATE_METHODS:
-        alpha = np.broadcast_to(data.alpha, Y.shape)[obs]
-        total += float(np.sum(noise_logpmf(state.Ytil[obs] - Y[obs], alpha)))
-    prior = stats.gamma(a0, scale=1.0 / b0)
-    return total + float(prior.logpdf(state.Theta).sum() + prior.logpdf(state.Phi).sum())
+    log p(y, Theta, Phi) (naive, nonprivate), observed cells only
+    (:func:`lppf._numba.count_loglik`); ``mu`` = Theta @ Phi when already computed."""
+    if mu is None:
+        mu = state.Theta @ state.Phi
+    private = state.method in PRIVATE_METHODS
+    total = count_loglik(state.Y, mu, data.mask, state.Ytil if private else None,
+                         data.alpha if private else None)
+    return total + gamma_logpdf_sum(state.Theta, a0, b0) + gamma_logpdf_sum(state.Phi, a0, b0)
 
 
 # ---------------------------------------------------------------------------- driver
@@ -351,8 +361,8 @@ class PMFChain:
     def counts(self) -> np.ndarray | None:
         return self.state.Y if self.state.method in PRIVATE_METHODS else None
 
-    def log_joint(self) -> float:
-        return log_joint(self.state, self.data, self.a0, self.b0)
+    def log_joint(self, mu: np.ndarray | None = None) -> float:
+        return log_joint(self.state, self.data, self.a0, self.b0, mu)
 
 
 def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
@@ -374,7 +384,7 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
         chain = PMFChain(data, method, n_components, a0, b0, burnin, chain_rng)
         return chain, chain.info
 
-    with numba_threads(threads):
+    with numba_threads(threads), blas_single():
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
                           thin=thin, rng=rng, mask=data.mask, progress=progress,
                           desc=f"pmf {method}", start_key="burnin")
