@@ -125,3 +125,19 @@ def test_e4_held_out_block_must_be_predictable():
     assert verdicts(claims.scorecard(held), claim) == [claims.PASS]
     held["heldout_baseline_mae"] = 1.0  # the fit predicts no better than the mean count
     assert verdicts(claims.scorecard(held), claim) == [claims.FAIL]
+
+
+def test_coherence_is_decided_only_where_the_noise_degrades_naive():
+    # private above naive, but naive no worse than non-private: nothing to recover
+    means = {"private": {0.25: -0.9, 1.0: -1.0}, "private-collapsed": {0.25: -1.0, 1.0: -1.0},
+             "naive": {0.25: -0.98, 1.0: -1.0}, "nonprivate": -1.0}
+    card = claims.scorecard(table("e3", "eps_n", [0.25, 1.0], "npmi", means, sd=0.01))
+    rows = card[card["claim"] == "E3: private NPMI above naive (private)"]
+    assert list(rows["verdict"]) == [claims.NOT_RUN]
+    assert "undecidable at this size" in rows["numbers"].iloc[0]
+    means["naive"] = {0.25: -3.0, 1.0: -1.0}
+    card = claims.scorecard(table("e3", "eps_n", [0.25, 1.0], "npmi", means, sd=0.1))
+    assert verdicts(card, "E3: private NPMI above naive (private)") == [claims.PASS]
+    means["private"] = {0.25: -3.5, 1.0: -1.0}
+    card = claims.scorecard(table("e3", "eps_n", [0.25, 1.0], "npmi", means, sd=0.1))
+    assert verdicts(card, "E3: private NPMI above naive (private)") == [claims.FAIL]
