@@ -141,3 +141,8 @@ def test_coherence_is_decided_only_where_the_noise_degrades_naive():
     means["private"] = {0.25: -3.5, 1.0: -1.0}
     card = claims.scorecard(table("e3", "eps_n", [0.25, 1.0], "npmi", means, sd=0.1))
     assert verdicts(card, "E3: private NPMI above naive (private)") == [claims.FAIL]
+    # naive not degraded, but private clearly worse than naive: still a FAIL
+    means = {"private": {0.25: -2.0, 1.0: -1.0}, "private-collapsed": {0.25: -1.0, 1.0: -1.0},
+             "naive": {0.25: -0.98, 1.0: -1.0}, "nonprivate": -1.0}
+    card = claims.scorecard(table("e3", "eps_n", [0.25, 1.0], "npmi", means, sd=0.01))
+    assert verdicts(card, "E3: private NPMI above naive (private)") == [claims.FAIL]
