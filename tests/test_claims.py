@@ -146,3 +146,26 @@ def test_coherence_is_decided_only_where_the_noise_degrades_naive():
              "naive": {0.25: -0.98, 1.0: -1.0}, "nonprivate": -1.0}
     card = claims.scorecard(table("e3", "eps_n", [0.25, 1.0], "npmi", means, sd=0.01))
     assert verdicts(card, "E3: private NPMI above naive (private)") == [claims.FAIL]
+
+
+def test_s2_and_s3_compare_the_methods_on_the_same_replicates():
+    # each replicate's truth shifts both methods alike: unpaired SEs cannot separate them
+    rows = []
+    for rep, shift in enumerate([0.0, 1.0, 2.0, 3.0, 0.5]):
+        for method, err in (("private", 0.2), ("naive", 0.4), ("nonprivate", 0.1)):
+            rows.append({"experiment": "s3", "model": "community", "method": method,
+                         "inference": "mcmc", "fix": "none", "K": 5, "setting": "base",
+                         "grid": "true" if method == "nonprivate" else "epsmean-0.75",
+                         "replicate": rep, "eps_mean": None if method == "nonprivate" else 0.75,
+                         "kl": shift + err + 0.01 * rep})
+    fits = pd.DataFrame(rows)
+    unpaired = claims.below(claims.stat(fits, "private", "kl", "eps_mean", 0.75),
+                            claims.stat(fits, "naive", "kl", "eps_mean", 0.75))
+    assert unpaired == claims.FAIL
+    claim = "S3: private KL (block structure) below naive (private)"
+    card = claims.scorecard(fits)
+    assert verdicts(card, claim) == [claims.PASS]
+    assert "paired difference 0.2" in card.loc[card["claim"] == claim, "numbers"].iloc[0]
+    fits.loc[(fits["method"] == "naive") & (fits["replicate"] == 4), "kl"] -= 0.6
+    assert verdicts(claims.scorecard(fits), claim) == [claims.FAIL]
+    assert verdicts(claims.scorecard(fits[fits["replicate"] == 0]), claim) == [claims.NOT_RUN]
