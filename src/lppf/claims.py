@@ -190,9 +190,9 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"), at="noisiest"
             numbers, why = f"{method} {mine} vs naive {naive}", ""
             criterion = f"{metric}: {method} {sign} naive by > {Z:g} SE"
             if paired:
-                lo, hi = (method, "naive") if higher_is_better else ("naive", method)
-                verdict, diff = paired_below(by_replicate(group, hi, metric, column, level),
-                                             by_replicate(group, lo, metric, column, level))
+                low, high = ("naive", method) if higher_is_better else (method, "naive")
+                verdict, diff = paired_below(by_replicate(group, low, metric, column, level),
+                                             by_replicate(group, high, metric, column, level))
                 numbers += f"; {diff}"
                 criterion += " of the paired difference (same replicates)"
             if decidable_if_degraded:
