@@ -169,3 +169,13 @@ def test_s2_and_s3_compare_the_methods_on_the_same_replicates():
     fits.loc[(fits["method"] == "naive") & (fits["replicate"] == 4), "kl"] -= 0.6
     assert verdicts(claims.scorecard(fits), claim) == [claims.FAIL]
     assert verdicts(claims.scorecard(fits[fits["replicate"] == 0]), claim) == [claims.NOT_RUN]
+
+
+def test_coherence_is_also_compared_at_the_quietest_level():
+    means = {"private": {0.25: -1.2, 1.0: 0.3}, "private-collapsed": {0.25: -1.0, 1.0: 0.3},
+             "naive": {0.25: -1.0, 1.0: 0.1}, "nonprivate": 0.4}
+    card = claims.scorecard(table("e3", "eps_n", [0.25, 1.0], "npmi", means))
+    quiet = card[card["claim"] == "E3: private NPMI at low noise above naive (private)"]
+    assert list(quiet["verdict"]) == [claims.PASS]
+    assert "eps_n=1 (quietest)" in quiet["compared"].iloc[0]
+    assert verdicts(card, "E3: private NPMI above naive (private)") == [claims.FAIL]
