@@ -125,3 +125,57 @@ def test_e4_held_out_block_must_be_predictable():
     assert verdicts(claims.scorecard(held), claim) == [claims.PASS]
     held["heldout_baseline_mae"] = 1.0  # the fit predicts no better than the mean count
     assert verdicts(claims.scorecard(held), claim) == [claims.FAIL]
+
+
+def test_coherence_is_decided_only_where_the_noise_degrades_naive():
+    # private above naive, but naive no worse than non-private: nothing to recover
+    means = {"private": {0.25: -0.9, 1.0: -1.0}, "private-collapsed": {0.25: -1.0, 1.0: -1.0},
+             "naive": {0.25: -0.98, 1.0: -1.0}, "nonprivate": -1.0}
+    card = claims.scorecard(table("e3", "eps_n", [0.25, 1.0], "npmi", means, sd=0.01))
+    rows = card[card["claim"] == "E3: private NPMI above naive (private)"]
+    assert list(rows["verdict"]) == [claims.NOT_RUN]
+    assert "undecidable at this size" in rows["numbers"].iloc[0]
+    means["naive"] = {0.25: -3.0, 1.0: -1.0}
+    card = claims.scorecard(table("e3", "eps_n", [0.25, 1.0], "npmi", means, sd=0.1))
+    assert verdicts(card, "E3: private NPMI above naive (private)") == [claims.PASS]
+    means["private"] = {0.25: -3.5, 1.0: -1.0}
+    card = claims.scorecard(table("e3", "eps_n", [0.25, 1.0], "npmi", means, sd=0.1))
+    assert verdicts(card, "E3: private NPMI above naive (private)") == [claims.FAIL]
+    # naive not degraded, but private clearly worse than naive: still a FAIL
+    means = {"private": {0.25: -2.0, 1.0: -1.0}, "private-collapsed": {0.25: -1.0, 1.0: -1.0},
+             "naive": {0.25: -0.98, 1.0: -1.0}, "nonprivate": -1.0}
+    card = claims.scorecard(table("e3", "eps_n", [0.25, 1.0], "npmi", means, sd=0.01))
+    assert verdicts(card, "E3: private NPMI above naive (private)") == [claims.FAIL]
+
+
+def test_s2_and_s3_compare_the_methods_on_the_same_replicates():
+    # each replicate's truth shifts both methods alike: unpaired SEs cannot separate them
+    rows = []
+    for rep, shift in enumerate([0.0, 1.0, 2.0, 3.0, 0.5]):
+        for method, err in (("private", 0.2), ("naive", 0.4), ("nonprivate", 0.1)):
+            rows.append({"experiment": "s3", "model": "community", "method": method,
+                         "inference": "mcmc", "fix": "none", "K": 5, "setting": "base",
+                         "grid": "true" if method == "nonprivate" else "epsmean-0.75",
+                         "replicate": rep, "eps_mean": None if method == "nonprivate" else 0.75,
+                         "kl": shift + err + 0.01 * rep})
+    fits = pd.DataFrame(rows)
+    unpaired = claims.below(claims.stat(fits, "private", "kl", "eps_mean", 0.75),
+                            claims.stat(fits, "naive", "kl", "eps_mean", 0.75))
+    assert unpaired == claims.FAIL
+    claim = "S3: private KL (block structure) below naive (private)"
+    card = claims.scorecard(fits)
+    assert verdicts(card, claim) == [claims.PASS]
+    assert "paired difference 0.2" in card.loc[card["claim"] == claim, "numbers"].iloc[0]
+    fits.loc[(fits["method"] == "naive") & (fits["replicate"] == 4), "kl"] -= 0.6
+    assert verdicts(claims.scorecard(fits), claim) == [claims.FAIL]
+    assert verdicts(claims.scorecard(fits[fits["replicate"] == 0]), claim) == [claims.NOT_RUN]
+
+
+def test_coherence_is_also_compared_at_the_quietest_level():
+    means = {"private": {0.25: -1.2, 1.0: 0.3}, "private-collapsed": {0.25: -1.0, 1.0: 0.3},
+             "naive": {0.25: -1.0, 1.0: 0.1}, "nonprivate": 0.4}
+    card = claims.scorecard(table("e3", "eps_n", [0.25, 1.0], "npmi", means))
+    quiet = card[card["claim"] == "E3: private NPMI at low noise above naive (private)"]
+    assert list(quiet["verdict"]) == [claims.PASS]
+    assert "eps_n=1 (quietest)" in quiet["compared"].iloc[0]
+    assert verdicts(card, "E3: private NPMI above naive (private)") == [claims.FAIL]

@@ -145,3 +145,20 @@ def test_other_configs_mean_the_same_merged_or_alone(name):
     assert grid.reference_args(merged) == grid.reference_args(other)
     validate(merged, str(ROOT / "workflow/schemas/config.schema.yaml"))
     grid.check_config(merged)
+
+
+def test_figure_fits_are_chosen_from_the_figure_name():
+    s = spec(truth={"kind": "pmf"}, fix_truth=["phi"], privacy={"alpha": [0.1, 0.5, 0.9]},
+             components=[3, 4], methods=["private", "naive", "nonprivate"])
+    assert grid.figure_grid(s) == "alpha-0.5"
+    assert grid.figure_grid({**s, "figure_grid": "alpha-0.9"}) == "alpha-0.9"
+    posterior = grid.figure_fits("s1", s, "posterior_y")
+    assert [(f["method"], f["grid"], f["fix"]) for f in posterior] == [("private", "alpha-0.5", "")]
+    fixed = grid.figure_fits("s1", s, "theta_kl")
+    assert {f["fix"] for f in fixed} == {"-fix-phi"} and len(fixed) == 2 * 3 + 1
+    free = grid.figure_fits("s1", s, "blocks")
+    assert {(f["rep"], f["K"], f["fix"]) for f in free} == {(0, 3, "")} and len(free) == 7
+    assert grid.figure_fits("s1", s, "rhat") == []
+    assert set(grid.FIGURE_FITS) <= {n for t in ("blocks", "community") for n in
+                                     grid.figures(spec(truth={"kind": t}))} | {
+        "posterior_y", "theta_kl"}

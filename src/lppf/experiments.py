@@ -13,13 +13,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from lppf.fitting import DEFAULTS
-from lppf.results import INFERENCES, METHODS, MODELS
+from lppf.results import INFERENCES, METHODS, MODELS, PRIVATE_METHODS
 
 # privacy grid kind -> prefix of its grid point names (alpha-0.5, epsn-1, ...)
 GRID_PREFIX = {"alpha": "alpha", "eps_n": "epsn", "eps_mean": "epsmean", "beta_mean": "beta"}
 # figures of an experiment, from what it measures (each drawn by workflow/scripts/figures.py)
 FIGURES_BY_TRUTH = {"rescale": ["kl_vs_privacy"], "blocks": ["topics", "topic_error_vs_privacy"],
                     "community": ["blocks"]}
+# figures that draw individual fits besides the table, and which fits (first replicate and K):
+# "free" every fit with free factors, "fixed" the fix_truth fits, "posterior" the free private
+# MCMC fits at the figure grid; every other figure reads the experiment's table only
+FIGURE_FITS = {"topics": "free", "blocks": "free", "posterior_y": "posterior",
+               "theta_kl": "fixed"}
 # the options of `lppf fit` that an iteration setting maps to, and the inference using each
 RUN_OPTIONS = {"mcmc": ("iterations", "burnin", "thin", "chains"),
                "cavi": ("iterations", "tol", "restarts")}
@@ -77,6 +82,26 @@ def figures(spec: Mapping[str, Any]) -> list[str]:
     if "mcmc" in spec["inference"]:
         names.append("rhat")
     return names
+
+
+def figure_grid(spec: Mapping[str, Any]) -> str:
+    """The grid point of the figures that show one noise level (default: the middle one)."""
+    names = list(grids(spec))
+    return spec.get("figure_grid") or names[len(names) // 2]
+
+
+def figure_fits(exp: str, spec: Mapping[str, Any], name: str) -> list[dict]:
+    """The fits (wildcard dicts, as :func:`fits`) that figure ``name`` draws individually."""
+    kind = FIGURE_FITS.get(name)
+    if kind is None:
+        return []
+    first = dict(rep=0, K=spec["components"][0])
+    chosen = [f for f in fits(exp, spec) if all(f[k] == v for k, v in first.items())
+              and (f["fix"] != "") == (kind == "fixed")]
+    if kind == "posterior":
+        chosen = [f for f in chosen if f["method"] in PRIVATE_METHODS
+                  and f["inference"] == "mcmc" and f["grid"] == figure_grid(spec)]
+    return chosen
 
 
 def run_settings(spec: Mapping[str, Any], inference: str, fix: str = "") -> dict:

@@ -6,7 +6,7 @@ import sys
 from snakemake.utils import validate
 
 from lppf import experiments as grid
-from lppf.results import INFERENCES, METHODS, MODELS
+from lppf.results import INFERENCES, METHODS, MODELS, PRIVATE_METHODS
 from lppf.synthetic import derive_seed
 
 validate(config, "../schemas/config.schema.yaml")
@@ -17,7 +17,6 @@ except grid.ConfigError as exc:
 
 R = config["results"]
 EXPERIMENTS = config["experiments"]
-PRIVATE_METHODS = tuple(m for m in METHODS if m.startswith("private"))
 
 
 wildcard_constraints:
@@ -289,36 +288,17 @@ def get_final_output():
 
 
 def figure_fits(wildcards):
-    """Fits drawn individually (first replicate and K), as wildcard dicts with paths."""
-    if wildcards.name not in ("topics", "blocks", "posterior_y", "theta_kl"):
-        return []
-    spec = EXPERIMENTS[wildcards.exp]
-    chosen = []
-    for f in fits(wildcards.exp):
-        if f["rep"] != 0 or f["K"] != spec["components"][0]:
-            continue
-        if (f["fix"] != "") != (wildcards.name == "theta_kl"):
-            continue
-        if wildcards.name == "posterior_y" and not (
-            f["method"] in PRIVATE_METHODS
-            and f["inference"] == "mcmc"
-            and f["grid"] == figure_grid(wildcards.exp)
-        ):
-            continue
-        chosen.append(
-            {
-                **f,
-                "fit": fit_file("fits", "npz").format(**f),
-                "truth": truth_path(f["exp"], f["setting"], f["rep"]),
-                "privatized": PRIVATIZED.format(**f),
-            }
-        )
-    return chosen
-
-
-def figure_grid(exp):
-    names = list(grids(exp))
-    return EXPERIMENTS[exp]["figure_grid"] or names[len(names) // 2]
+    """Fits a figure draws individually (lppf.experiments.figure_fits), with their paths."""
+    chosen = grid.figure_fits(wildcards.exp, EXPERIMENTS[wildcards.exp], wildcards.name)
+    return [
+        {
+            **f,
+            "fit": fit_file("fits", "npz").format(**f),
+            "truth": truth_path(f["exp"], f["setting"], f["rep"]),
+            "privatized": PRIVATIZED.format(**f),
+        }
+        for f in chosen
+    ]
 
 
 def get_figure_inputs(wildcards):
