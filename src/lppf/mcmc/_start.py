@@ -72,14 +72,20 @@ def observed_loglik(data: FitData, method: str, mu_DV: np.ndarray) -> tuple[floa
 def _m_step(Y_DV: np.ndarray, W_DV: np.ndarray, Theta_DK: np.ndarray, Phi_KV: np.ndarray,
             fix: dict, n: int) -> None:
     """``n`` multiplicative updates (in place) of the Poisson likelihood of ``Y_DV`` with
-    observation weights ``W_DV`` (0 = held out)."""
+    observation weights ``W_DV`` (0 = held out): ``theta *= (R Phi^T) / (W Phi^T)``,
+    ``phi *= (Theta^T R) / (Theta^T W)`` with ``R = W Y / mu``."""
+    WY_DV = W_DV * Y_DV
+    full = bool(W_DV.all())  # no held-out cells: the denominators are factor sums
+    R_DV = np.empty_like(Y_DV)
     for _ in range(n):
         if "theta" not in fix:
-            R = W_DV * Y_DV / np.maximum(Theta_DK @ Phi_KV, _TINY)
-            Theta_DK *= (R @ Phi_KV.T) / np.maximum(W_DV @ Phi_KV.T, _TINY)
+            np.divide(WY_DV, np.maximum(Theta_DK @ Phi_KV, _TINY), out=R_DV)
+            down = Phi_KV.sum(axis=1) if full else W_DV @ Phi_KV.T
+            Theta_DK *= (R_DV @ Phi_KV.T) / np.maximum(down, _TINY)
         if "phi" not in fix:
-            R = W_DV * Y_DV / np.maximum(Theta_DK @ Phi_KV, _TINY)
-            Phi_KV *= (Theta_DK.T @ R) / np.maximum(Theta_DK.T @ W_DV, _TINY)
+            np.divide(WY_DV, np.maximum(Theta_DK @ Phi_KV, _TINY), out=R_DV)
+            down = Theta_DK.sum(axis=0)[:, None] if full else Theta_DK.T @ W_DV
+            Phi_KV *= (Theta_DK.T @ R_DV) / np.maximum(down, _TINY)
         np.maximum(Theta_DK, _TINY, out=Theta_DK)
         np.maximum(Phi_KV, _TINY, out=Phi_KV)
 
