@@ -41,3 +41,14 @@ def test_over_relaxation_climbs_faster_than_plain_em(data, monkeypatch):
     monkeypatch.setattr(_start, "GROWTH", 1.0)
     plain = climb()
     assert relaxed > plain + 100, (relaxed, plain)
+
+
+def test_the_start_has_positive_rates_everywhere(data):
+    """EM drives the factors of a row without counts to 1e-300 and its mu to 0, on which the
+    count sampler divides."""
+    Y = data.Y.copy()
+    Y[0] = -3  # naive counts max(y~, 0): an empty row
+    data = FitData(Y, data.alpha, data.mask)
+    Theta, Phi, _ = _start.best_start(data, "naive", 4, 20, np.random.default_rng(2))
+    assert Theta.min() >= 1e-8 and Phi.min() >= 1e-8
+    assert (Theta @ Phi).min() > 0

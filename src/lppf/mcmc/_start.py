@@ -45,6 +45,7 @@ RESTARTS = 16  # independent EM runs; the best by the observed-data log likeliho
 INNER = 10  # multiplicative M-step updates per E step
 GROWTH, MAX_W = 1.2, 16.0  # over-relaxation of the EM steps (:func:`em`)
 _LOG_CLIP = 700.0
+START_FLOOR = 1e-8  # smallest free factor handed to a chain (mu >= K 1e-16 > 0)
 _TINY = 1e-300
 
 
@@ -204,4 +205,8 @@ def best_start(data: FitData, method: str, n_components: int, burnin: int,
             best = A, B
     A, B = best
     em(data, method, A, B, refine, model)
+    names = ("theta", "phi") if model == "pmf" else ("theta", "pi")
+    for name, X in zip(names, (A, B), strict=True):
+        if name not in data.fix:  # EM drives unused rates to 0; the count sampler needs mu > 0
+            np.maximum(X, START_FLOOR, out=X)
     return A, B, np.array(scores)
