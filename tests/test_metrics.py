@@ -262,3 +262,11 @@ def test_convergence_reads_the_fit_diagnostics():
                                         "rhat_mu_max": 1.3}
     assert math.isnan(metrics.convergence({**fit, "diag_rhat_mu": np.array([np.nan])})
                       ["rhat_mu_max"])
+
+
+def test_cavi_fit_reports_the_spread_of_its_restarts():
+    rng = np.random.default_rng(3)
+    truth = synthetic.pmf_truth(rng, 30, 20, 3, 1.0, 1.0)
+    fit = {"mu_hat": truth["mu"], "extra_objective_spread": np.float64(12.5)}
+    assert metrics.evaluate_fit("pmf", fit, truth)["objective_spread"] == 12.5
+    assert "objective_spread" not in metrics.evaluate_fit("pmf", {"mu_hat": truth["mu"]}, truth)

@@ -15,8 +15,14 @@ or ``prod_dv Pois(y_dv; mu_dv)`` of the fixed counts (``naive``: ``max(y~, 0)``)
 * E step (private methods): ``E[y | y~, mu]`` under ``P(y) ∝ mu^y / y! alpha^|y~ - y|``
   (:func:`lppf.cavi.expectations.collapsed_local`, which also gives ``ln p(y~ | mu)``);
 * M step: ``INNER`` multiplicative updates of Lee and Seung for the Poisson (KL)
-  likelihood of the expected counts, each of which increases it, so the observed-data
-  likelihood never decreases;
+  likelihood of the expected counts, each of which increases it;
+* over-relaxation (:func:`em`): the step is stretched in log space while the observed-data
+  log likelihood keeps increasing, and replaced by the plain step when it would not, so that
+  likelihood never decreases. At alpha 0.9 the noise hides most of the small counts,
+  E[y | y~, mu] stays close to mu and plain EM crawls: after the pilot steps the restarts
+  were still thousands of log-likelihood units from their optima, so the pilot ranking
+  picked the wrong restart and the chain (which mixes as slowly, and stays near its start
+  for the whole run) ended 1.7 times worse in KL than the chains of other seeds;
 * starts: ``theta_dk = r_d / sqrt(N) g_dk``, ``phi_kv = c_v / sqrt(N) h_kv`` with row sums
   ``r``, column sums ``c``, total ``N`` and ``g ~ Gamma(1, 1/K)``, ``h ~ Gamma(1, 1)``: the
   rank-one fit ``r c / N`` randomly split over the components.
@@ -37,10 +43,13 @@ from lppf.results import PRIVATE_METHODS, FitData
 
 RESTARTS = 16  # independent EM runs; the best by the observed-data log likelihood is kept
 INNER = 10  # multiplicative M-step updates per E step
+GROWTH, MAX_W = 1.2, 16.0  # over-relaxation of the EM steps (:func:`em`)
+_LOG_CLIP = 700.0
+START_FLOOR = 1e-8  # smallest free factor handed to a chain (mu >= K 1e-16 > 0)
 _TINY = 1e-300
 
 
-MAX_PILOT, MAX_REFINE = 50, 200  # caps: a long burn-in is the sampler's job, not EM's
+MAX_PILOT, MAX_REFINE = 50, 100  # caps: a long burn-in is the sampler's job, not EM's
 
 
 def em_budget(burnin: int) -> tuple[int, int]:
@@ -72,14 +81,20 @@ def observed_loglik(data: FitData, method: str, mu_DV: np.ndarray) -> tuple[floa
 def _m_step(Y_DV: np.ndarray, W_DV: np.ndarray, Theta_DK: np.ndarray, Phi_KV: np.ndarray,
             fix: dict, n: int) -> None:
     """``n`` multiplicative updates (in place) of the Poisson likelihood of ``Y_DV`` with
-    observation weights ``W_DV`` (0 = held out)."""
+    observation weights ``W_DV`` (0 = held out): ``theta *= (R Phi^T) / (W Phi^T)``,
+    ``phi *= (Theta^T R) / (Theta^T W)`` with ``R = W Y / mu``."""
+    WY_DV = W_DV * Y_DV
+    full = bool(W_DV.all())  # no held-out cells: the denominators are factor sums
+    R_DV = np.empty_like(Y_DV)
     for _ in range(n):
         if "theta" not in fix:
-            R = W_DV * Y_DV / np.maximum(Theta_DK @ Phi_KV, _TINY)
-            Theta_DK *= (R @ Phi_KV.T) / np.maximum(W_DV @ Phi_KV.T, _TINY)
+            np.divide(WY_DV, np.maximum(Theta_DK @ Phi_KV, _TINY), out=R_DV)
+            down = Phi_KV.sum(axis=1) if full else W_DV @ Phi_KV.T
+            Theta_DK *= (R_DV @ Phi_KV.T) / np.maximum(down, _TINY)
         if "phi" not in fix:
-            R = W_DV * Y_DV / np.maximum(Theta_DK @ Phi_KV, _TINY)
-            Phi_KV *= (Theta_DK.T @ R) / np.maximum(Theta_DK.T @ W_DV, _TINY)
+            np.divide(WY_DV, np.maximum(Theta_DK @ Phi_KV, _TINY), out=R_DV)
+            down = Theta_DK.sum(axis=0)[:, None] if full else Theta_DK.T @ W_DV
+            Phi_KV *= (Theta_DK.T @ R_DV) / np.maximum(down, _TINY)
         np.maximum(Theta_DK, _TINY, out=Theta_DK)
         np.maximum(Phi_KV, _TINY, out=Phi_KV)
 
@@ -108,16 +123,43 @@ MODELS = {"pmf": (lambda A, B: A @ B, _m_step),
           "community": (lambda A, B: A @ B @ A.T, _m_step_community)}
 
 
+def _extrapolate(X: np.ndarray, X0: np.ndarray, w: float) -> None:
+    """``X <- X0 (X / X0)^w`` in place for the EM step ``X0 -> X`` (``w = 1``: no change)."""
+    X *= np.exp(np.clip((w - 1.0) * np.log(X / X0), -_LOG_CLIP, _LOG_CLIP))
+    np.maximum(X, _TINY, out=X)
+
+
 def em(data: FitData, method: str, A: np.ndarray, B: np.ndarray, n_steps: int,
        model: str = "pmf") -> float:
-    """``n_steps`` generalized EM steps in place on the factors ``A``, ``B`` (pmf: Theta_DK,
-    Phi_KV; community: Theta_VC, Pi_CC); returns the final observed log likelihood."""
+    """``n_steps`` adaptive over-relaxed EM steps in place on the factors ``A``, ``B`` (pmf:
+    Theta_DK, Phi_KV; community: Theta_VC, Pi_CC); returns the final observed log likelihood.
+
+    Each step takes the EM step ``X0 -> X1`` to ``X0 (X1 / X0)^w`` (in log space, ``w`` times
+    the EM step), ``w`` growing by ``GROWTH`` up to ``MAX_W`` while the observed log
+    likelihood increases; a step that lowers it is replaced by the plain EM step and ``w``
+    restarts at 1 (Salakhutdinov and Roweis, 2003). So the log likelihood never decreases,
+    and at alpha 0.9, where E[y | y~, mu] barely moves from mu and plain EM crawls, it
+    climbs as far in 100 steps as plain EM in 250."""
     rate, m_step = MODELS[model]
     W = (~data.mask).astype(np.float64)
-    for _ in range(n_steps):
-        _, Y = observed_loglik(data, method, rate(A, B))
+    w, last, plain = 1.0, -np.inf, None
+    while True:
+        ll, Y = observed_loglik(data, method, rate(A, B))
+        if plain is not None and not ll >= last:  # over-shot (or not finite): plain EM step
+            A[...], B[...] = plain
+            w = 1.0
+            ll, Y = observed_loglik(data, method, rate(A, B))
+        if n_steps == 0:
+            return ll
+        n_steps -= 1
+        last = ll
+        A0, B0 = A.copy(), B.copy()
         m_step(Y, W, A, B, data.fix, INNER)
-    return observed_loglik(data, method, rate(A, B))[0]
+        plain = A.copy(), B.copy()
+        if w > 1.0:
+            _extrapolate(A, A0, w)
+            _extrapolate(B, B0, w)
+        w = min(w * GROWTH, MAX_W)
 
 
 def random_start(data: FitData, n_components: int, rng: np.random.Generator
@@ -163,4 +205,8 @@ def best_start(data: FitData, method: str, n_components: int, burnin: int,
             best = A, B
     A, B = best
     em(data, method, A, B, refine, model)
+    names = ("theta", "phi") if model == "pmf" else ("theta", "pi")
+    for name, X in zip(names, (A, B), strict=True):
+        if name not in data.fix:  # EM drives unused rates to 0; the count sampler needs mu > 0
+            np.maximum(X, START_FLOOR, out=X)
     return A, B, np.array(scores)
