@@ -266,6 +266,9 @@ def mean_log_z_noisy(t, a, mu, inv_a, log_a):
         m = mode(t, c_lo, c_hi)
         inv_mu = 1.0 / mu
         total, first, done = _walk_sums(m, t, c_lo, c_hi, a * inv_mu, inv_a * inv_mu)
+        if done and m <= 16 and 1e-15 < mu < 1e15:  # mu^m total within range: one log
+            return m + first / total, (math.log(total * mu**m) - log_fact(m)
+                                       + abs(t - m) * log_a)
         if done:
             return m + first / total, log_f(m, t, math.log(mu), log_a) + math.log(total)
     return _mean_log_z_cdf(t, mu, log_a)

@@ -66,7 +66,7 @@ collapsed_cell = mean_log_z
 
 
 @njit(cache=True)
-def _collapsed_rows(Y, alpha, S, mask, Ey, row_log, start, stop):
+def _collapsed_rows(Y, alpha, S, mask, Ey, R, row_log, start, stop):
     a_last, inv_a, log_a, log_noise = -1.0, 0.0, 0.0, 0.0  # of the last noise level seen
     for d in range(start, stop):
         acc = 0.0
@@ -74,40 +74,49 @@ def _collapsed_rows(Y, alpha, S, mask, Ey, row_log, start, stop):
             if mask[d, v]:
                 continue
             a = alpha[d, v]
+            s = max(S[d, v], TINY)
             if a == 0.0:
-                Ey[d, v], log_z = mean_log_z(Y[d, v], a, S[d, v])
-                acc += log_z
-                continue
-            if a != a_last:
-                a_last, inv_a, log_a = a, 1.0 / a, math.log(a)
-                log_noise = math.log1p(-a) - math.log1p(a)
-            Ey[d, v], log_z = mean_log_z_noisy(Y[d, v], a, max(S[d, v], TINY), inv_a,
-                                                  log_a)
-            acc += log_z + log_noise
+                Ey[d, v], log_z = mean_log_z(Y[d, v], a, s)
+            else:
+                if a != a_last:
+                    a_last, inv_a, log_a = a, 1.0 / a, math.log(a)
+                    log_noise = math.log1p(-a) - math.log1p(a)
+                Ey[d, v], log_z = mean_log_z_noisy(Y[d, v], a, s, inv_a, log_a)
+                log_z += log_noise
+            R[d, v] = Ey[d, v] / s
+            acc += log_z
         row_log[d] = acc
 
 
 @njit(parallel=True, cache=True)
-def _collapsed_chunks(Y, alpha, S, mask, Ey, row_log):
+def _collapsed_chunks(Y, alpha, S, mask, Ey, R, row_log):
     n_rows = Y.shape[0]
     for c in prange((n_rows + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK):
         stop = min((c + 1) * ROWS_PER_CHUNK, n_rows)
-        _collapsed_rows(Y, alpha, S, mask, Ey, row_log, c * ROWS_PER_CHUNK, stop)
+        _collapsed_rows(Y, alpha, S, mask, Ey, R, row_log, c * ROWS_PER_CHUNK, stop)
+
+
+def collapsed_refresh(Y, alpha, S, mask) -> tuple[np.ndarray, np.ndarray, float]:
+    """Optimal q(y_dv) ∝ S^y / y! alpha^|y~ - y| for every unmasked cell (S floored at TINY).
+
+    Returns E[y] and R = E[y] / S, both (n_rows, n_cols) and zero where masked, and the sum
+    over unmasked cells of ln Z + ln((1-alpha)/(1+alpha)): the data part of the ELBO when
+    the allocation is optimal.
+    """
+    Ey = np.zeros(Y.shape)
+    R = np.zeros(Y.shape)
+    row_log = np.zeros(Y.shape[0])
+    if Y.size >= PARALLEL_MIN_CELLS:
+        _collapsed_chunks(Y, alpha, S, mask, Ey, R, row_log)
+    else:
+        _collapsed_rows(Y, alpha, S, mask, Ey, R, row_log, 0, Y.shape[0])
+    return Ey, R, float(row_log.sum())
 
 
 def collapsed_local(Y, alpha, S, mask) -> tuple[np.ndarray, float]:
-    """Optimal q(y_dv) ∝ S^y / y! alpha^|y~ - y| for every unmasked cell.
-
-    Returns E[y] (n_rows, n_cols) and the sum over unmasked cells of
-    ln Z + ln((1-alpha)/(1+alpha)): the data part of the ELBO when the allocation is optimal.
-    """
-    Ey = np.zeros(Y.shape)
-    row_log = np.zeros(Y.shape[0])
-    if Y.size >= PARALLEL_MIN_CELLS:
-        _collapsed_chunks(Y, alpha, S, mask, Ey, row_log)
-    else:
-        _collapsed_rows(Y, alpha, S, mask, Ey, row_log, 0, Y.shape[0])
-    return Ey, float(row_log.sum())
+    """E[y] and the ELBO's data part of :func:`collapsed_refresh`."""
+    Ey, _, total = collapsed_refresh(Y, alpha, S, mask)
+    return Ey, total
 
 
 @njit(cache=True)
