@@ -229,10 +229,9 @@ def log_gamma_pq_scaled(a, x):
 
 
 @njit(cache=True)
-def _mean_log_z_cdf(t, mu, log_a):
+def _mean_log_z_cdf(t, a, mu, log_a):
     """:func:`mean_log_z` for t >= 1 from Poisson cdfs (wide pmfs): y <= t has mass
     alpha^t e^(mu/alpha) F(t; mu/alpha), y > t has alpha^(-t) e^(mu alpha) SF(t; mu alpha)."""
-    a = math.exp(log_a)
     lam_up, lam_low = mu * a, mu / a
     lgam = math.lgamma(t + 1.0)
     lq_low = log_gamma_pq_scaled(t + 1.0, lam_low)[1]
@@ -271,7 +270,7 @@ def mean_log_z_noisy(t, a, mu, inv_a, log_a):
                                        + abs(t - m) * log_a)
         if done:
             return m + first / total, log_f(m, t, math.log(mu), log_a) + math.log(total)
-    return _mean_log_z_cdf(t, mu, log_a)
+    return _mean_log_z_cdf(t, a, mu, log_a)
 
 
 @njit(cache=True)
