@@ -10,6 +10,7 @@ from lppf.cavi.expectations import (
     bessel_mode_sq,
     collapsed_cell,
     collapsed_local,
+    collapsed_refresh,
     digamma_nb,
     gamma_elbo,
     gamma_moments,
@@ -104,3 +105,19 @@ def test_gamma_elbo_matches_numerical_integration():
         assert m.elog[0] == pytest.approx(expect(np.log), rel=1e-7)
         mean = shape / rate
         assert m.var[0] == pytest.approx(expect(lambda x, mean=mean: (x - mean) ** 2), rel=1e-7)
+
+
+def test_collapsed_refresh_returns_the_allocation_ratio():
+    rng = np.random.default_rng(4)
+    Y = rng.integers(-5, 30, size=(9, 8))
+    alpha = np.broadcast_to(np.array([0.0, 0.3, 0.7])[rng.integers(0, 3, (9, 1))], Y.shape)
+    Y = np.where(alpha == 0, np.abs(Y), Y)
+    S = rng.gamma(0.5, 6.0, size=Y.shape)
+    S[0, :3] = 0.0  # floored at TINY
+    mask = rng.random(Y.shape) < 0.2
+    Ey, R, total = collapsed_refresh(Y, alpha, S, mask)
+    want_Ey, want_total = collapsed_local(Y, alpha, S, mask)
+    np.testing.assert_array_equal(Ey, want_Ey)
+    assert total == want_total
+    np.testing.assert_allclose(R, Ey / np.maximum(S, 1e-300), rtol=1e-15)
+    assert np.all(R[mask] == 0)

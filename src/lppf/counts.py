@@ -20,96 +20,15 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from lppf import conditional
 from lppf._numba import CHUNK, rng_state, uniform
 from lppf.distributions import bessel_sample_nb
 
-_TINY = 2.0**-53  # relative mass below which the walk stops (log-concave tails decay fast)
-_INV = 1.0 / np.arange(1.0, 257.0)  # 1 / (y + 1) for small y: multiplications, no divisions
 _SMALL_GAMMA = 16  # integer gamma shapes below this are drawn as sums of exponentials
 _SMALL_BINOMIAL = 16  # binomial sizes below this are drawn as sums of Bernoulli draws
 
-
-@njit(cache=True, inline="always")
-def _ratio(y, t, c_lo, c_hi):
-    """f(y + 1) / f(y) = c / (y + 1) with c = c_lo for y < t and c_hi otherwise."""
-    c = c_lo if y < t else c_hi
-    return c * _INV[y] if y < len(_INV) else c / (y + 1.0)
-
-
-@njit(cache=True, inline="always")
-def _inv_ratio(y, t, c_lo, c_hi):
-    """f(y - 1) / f(y) = y / c with c = c_lo for y - 1 < t and c_hi otherwise (c_lo, c_hi
-    given as reciprocals)."""
-    return (c_lo if y - 1 < t else c_hi) * y
-
-
-@njit(cache=True)
-def _walk_sample(mode, t, c_lo, c_hi, u):
-    """Exact inverse-CDF draw (uniform ``u``) from the log-concave pmf of
-    :func:`collapsed_count_nb` given its mode and the ratios f(y + 1) / f(y).
-
-    Masses are relative to f(mode) = 1 (no overflow, no lgamma). The walk goes up from the
-    mode, then down, until the masses drop below _TINY of the total; a second identical walk
-    inverts the CDF."""
-    ic_lo, ic_hi = 1.0 / c_lo, 1.0 / c_hi
-    z = 1.0
-    f = 1.0
-    y = mode
-    while True:
-        f *= _ratio(y, t, c_lo, c_hi)
-        y += 1
-        if f <= _TINY * z:
-            break
-        z += f
-    f = 1.0
-    y = mode
-    while y > 0:
-        f *= _inv_ratio(y, t, ic_lo, ic_hi)
-        y -= 1
-        if f <= _TINY * z:
-            break
-        z += f
-    target = u * z
-    cum = 1.0
-    if target < cum:
-        return mode
-    f = 1.0
-    y = mode
-    while True:
-        f *= _ratio(y, t, c_lo, c_hi)
-        y += 1
-        if f <= _TINY * z:
-            break
-        cum += f
-        if target < cum:
-            return y
-    f = 1.0
-    y = mode
-    while y > 0:
-        f *= _inv_ratio(y, t, ic_lo, ic_hi)
-        y -= 1
-        if f <= _TINY * z:
-            break
-        cum += f
-        if target < cum:
-            return y
-    return mode  # target within rounding of the total
-
-
-@njit(cache=True)
-def collapsed_count_nb(t, mu, a):
-    """One draw of y >= 0 with P(y) ∝ mu^y / y! * a^|t - y| (0 < a < 1, mu >= 0).
-
-    The pmf is log-concave with mode max(floor(mu a), min(t, floor(mu / a))); for t <= 0 it
-    is Pois(mu a), for t > 0 a two-piece mixture of truncated Pois(mu / a) on [0, t] and
-    Pois(mu a) on (t, inf)."""
-    if mu <= 0.0:
-        return 0
-    if t <= 0:
-        return np.random.poisson(mu * a)  # noqa: NPY002 (numba)
-    lo = min(float(t), math.floor(mu / a))
-    mode = int(max(math.floor(mu * a), lo, 0.0))
-    return _walk_sample(mode, t, mu / a, mu * a, np.random.random())  # noqa: NPY002 (numba)
+# one exact draw from P(y | y~, mu), walking out from its mode (lppf.conditional)
+collapsed_count_nb = conditional.sample
 
 
 @njit(cache=True, inline="always")

@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special
 
+from lppf import conditional
+
 EPS = 1e-12
 TOP_WORDS = 10
 
@@ -143,26 +145,15 @@ def topic_error(Phi_hat_KV: np.ndarray, Phi_true_KV: np.ndarray) -> float:
 def _conditional_pmf(t: np.ndarray, a: np.ndarray, mu_SN: np.ndarray,
                      y_NW: np.ndarray) -> np.ndarray:
     """Mixture over samples of ``P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|`` on grids y_NW."""
-    log_prior = special.xlogy(np.abs(t[:, None] - y_NW), a[:, None]) - special.gammaln(y_NW + 1)
-    pmf = np.zeros(y_NW.shape)
-    for mu_N in mu_SN:
-        logp = special.xlogy(y_NW, mu_N[:, None]) + log_prior
-        pmf += np.exp(logp - special.logsumexp(logp, axis=1, keepdims=True))
-    return pmf / len(mu_SN)
+    return conditional.mixture_pmf(np.asarray(t, dtype=np.int64), np.asarray(a, dtype=float),
+                                   np.asarray(mu_SN, dtype=float),
+                                   np.asarray(y_NW, dtype=np.int64))
 
 
 def _support(t: np.ndarray, a: np.ndarray, mu_SN: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-cell range of y holding all but a negligible part of the conditional mass.
-
-    Below y~ the conditional is Pois(mu / alpha) truncated to y <= y~, above it Pois(mu alpha)
-    truncated to y > y~; each piece lies within 8 standard deviations (+10) of its mode.
-    """
-    with np.errstate(divide="ignore"):
-        low = np.minimum(t, mu_SN.min(axis=0) / a)
-    high = np.maximum(t, mu_SN.max(axis=0) * a)
-    lo = np.maximum(low - 8 * np.sqrt(np.maximum(low, 0)) - 10, 0)
-    hi = np.maximum(high + 8 * np.sqrt(np.maximum(high, 0)) + 10, lo)
-    return np.floor(lo).astype(np.int64), np.ceil(hi).astype(np.int64)
+    """Per-cell range of y holding all but a negligible part of the conditional mass for
+    every sampled mu (:func:`lppf.conditional.support`)."""
+    return conditional.support(t, a, mu_SN.min(axis=0), mu_SN.max(axis=0))
 
 
 def _as_cells(t, alpha):
@@ -182,7 +173,7 @@ def posterior_y_pmf(y_tilde: np.ndarray, alpha: np.ndarray, mu_SN: np.ndarray,
     t, a = _as_cells(y_tilde, alpha)
     if y_max is None:
         y_max = int(_support(t, a, mu_SN)[1].max(initial=0))
-    y_NW = np.broadcast_to(np.arange(y_max + 1, dtype=float), (t.size, y_max + 1))
+    y_NW = np.broadcast_to(np.arange(y_max + 1), (t.size, y_max + 1))
     return _conditional_pmf(t, a, mu_SN, y_NW)
 
 
@@ -200,7 +191,7 @@ def posterior_y_interval(y_tilde: np.ndarray, alpha: np.ndarray, mu_SN: np.ndarr
     step = max(1, max_values // width)
     for start in range(0, t.size, step):
         part = slice(start, start + step)
-        y_NW = (lo[part, None] + np.arange(width)[None, :]).astype(float)
+        y_NW = lo[part, None] + np.arange(width)[None, :]
         cdf = np.cumsum(_conditional_pmf(t[part], a[part], mu_SN[:, part], y_NW), axis=1)
         lower[part] = lo[part] + (cdf < (1 - level) / 2).sum(axis=1)
         upper[part] = lo[part] + (cdf < (1 + level) / 2).sum(axis=1)

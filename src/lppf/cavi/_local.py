@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import special
 
-from lppf.cavi.expectations import TINY, collapsed_local, private_local
+from lppf.cavi.expectations import TINY, collapsed_refresh, private_local
 
 DENSE_FRACTION = 0.1  # share of non-zero cells above which observed counts are handled densely
 
@@ -84,10 +84,10 @@ class CollapsedLocal(_Local):
 
     def refresh(self, model, m):
         self.slots_u = model.slots(m)
-        self.S_u = np.maximum(model.rate_sum(self.slots_u, None), TINY)
-        self.Ey, self.loglik = collapsed_local(self.Y, self.alpha, self.S_u, self.mask)
+        self.S_u = model.rate_sum(self.slots_u, None)  # floored where used
+        self.Ey, R, self.loglik = collapsed_refresh(self.Y, self.alpha, self.S_u, self.mask)
         self.y_hat = self.Ey
-        return self.Ey / self.S_u
+        return R
 
 
 class BesselLocal(_Local):

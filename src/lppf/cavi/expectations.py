@@ -13,13 +13,11 @@ import numpy as np
 from numba import njit, prange
 from scipy import special
 
-TINY = 1e-300  # floor for rates that enter a logarithm
-_EPS = 1e-16
-_FPMIN = 1e-300
-_MAXIT = 1_000_000
+from lppf.conditional import TINY_RATE as TINY
+from lppf.conditional import mean_log_z, mean_log_z_noisy
+
 PARALLEL_MIN_CELLS = 50_000  # smaller problems run serially (thread start-up dominates)
 ROWS_PER_CHUNK = 8
-SUM_MAX_MEAN = 50.0  # q(y) wider than this Poisson mean: use cdfs instead of summation
 
 
 class Moments(NamedTuple):
@@ -62,167 +60,63 @@ def digamma_nb(x):
     return result + math.log(x) - 0.5 / x - series
 
 
-@njit(cache=True)
-def _logaddexp(a, b):
-    hi = max(a, b)
-    if hi == -math.inf:
-        return hi
-    return hi + math.log1p(math.exp(-abs(a - b)))
+# E[y] and ln Z of the optimal q(y) ∝ S^y / y! alpha^|y~ - y|: the collapsed conditional of
+# the true count with rate S = G[mu] (the geometric mean rate), collapsed_cell(t, alpha, S)
+collapsed_cell = mean_log_z
 
 
 @njit(cache=True)
-def log_gamma_pq_scaled(a, x):
-    """(ln(e^x P(a, x)), ln(e^x Q(a, x))): regularized incomplete gamma functions times e^x.
-
-    For integer a = k + 1: e^x Q(a, x) = e^x F(k; x) and e^x P(a, x) = e^x SF(k; x) with F, SF
-    the Poisson cdf and survival function; the e^x scaling keeps far tails finite. Series for
-    x < a + 1 (where P <= 1/2 roughly), Lentz continued fraction for Q otherwise.
-    """
-    lpre = a * math.log(x) - math.lgamma(a)
-    if x < a + 1.0:
-        ap = a
-        term = 1.0 / a
-        total = term
-        for _ in range(_MAXIT):
-            ap += 1.0
-            term *= x / ap
-            total += term
-            if term < total * _EPS:
-                break
-        lp = lpre + math.log(total)
-        return lp, x + math.log1p(-math.exp(lp - x))
-    b = x + 1.0 - a
-    c = 1.0 / _FPMIN
-    d = 1.0 / b
-    h = d
-    for i in range(1, _MAXIT):
-        an = -i * (i - a)
-        b += 2.0
-        d = an * d + b
-        if abs(d) < _FPMIN:
-            d = _FPMIN
-        c = b + an / c
-        if abs(c) < _FPMIN:
-            c = _FPMIN
-        d = 1.0 / d
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < _EPS:
-            break
-    lq = lpre + math.log(h)
-    return x + math.log1p(-math.exp(lq - x)), lq
-
-
-@njit(cache=True)
-def _collapsed_cell_tails(t, alpha, s):
-    """collapsed_cell via Poisson cdfs (wide distributions): y <= t has mass
-    alpha^t e^(s/alpha) F(t; s/alpha), y > t has alpha^(-t) e^(s alpha) SF(t; s alpha)."""
-    lam_up = s * alpha
-    log_alpha = math.log(alpha)
-    if t < 0:
-        return lam_up, -t * log_alpha + lam_up
-    lam_low = s / alpha
-    lgam = math.lgamma(t + 1.0)
-    lq_low = log_gamma_pq_scaled(t + 1.0, lam_low)[1]
-    lp_up = log_gamma_pq_scaled(t + 1.0, lam_up)[0]
-    log_low = t * log_alpha + lq_low
-    log_up = -t * log_alpha + lp_up
-    log_z = _logaddexp(log_low, log_up)
-    # truncated means: lam F(t-1)/F(t) = lam (1 - p(t)/F(t));
-    # lam SF(t-1)/SF(t) = lam (1 + p(t)/SF(t))
-    ratio = math.exp(t * math.log(lam_low) - lgam - lq_low)
-    if ratio < 0.5 or t == 0:
-        mean_low = lam_low * (1.0 - ratio)
-    else:  # far left tail: 1 - ratio cancels, take F(t - 1) directly
-        mean_low = lam_low * math.exp(log_gamma_pq_scaled(float(t), lam_low)[1] - lq_low)
-    mean_up = lam_up * (1.0 + math.exp(t * math.log(lam_up) - lgam - lp_up))
-    w_low = math.exp(log_low - log_z)
-    return w_low * mean_low + (1.0 - w_low) * mean_up, log_z
-
-
-@njit(cache=True)
-def _ratio(t, alpha, s, y):
-    """w(y + 1) / w(y) for w(y) = s^y / y! alpha^|t - y|: non-increasing in y."""
-    return s / ((y + 1.0) * alpha) if y < t else s * alpha / (y + 1.0)
-
-
-@njit(cache=True)
-def _collapsed_cell_sum(t, alpha, s, mode):
-    """collapsed_cell by summing w(y) / w(mode) outward from the mode (log-concave w)."""
-    total, first = 1.0, float(mode)
-    term, y = 1.0, mode
-    while True:
-        term *= _ratio(t, alpha, s, y)
-        y += 1
-        total += term
-        first += y * term
-        if term < _EPS * total:
-            break
-    term, y = 1.0, mode
-    while y > 0 and term >= _EPS * total:
-        term /= _ratio(t, alpha, s, y - 1)
-        y -= 1
-        total += term
-        first += y * term
-    log_w = mode * math.log(s) - math.lgamma(mode + 1.0) + abs(t - mode) * math.log(alpha)
-    return first / total, log_w + math.log(total)
-
-
-@njit(cache=True)
-def collapsed_cell(t, alpha, s):
-    """E[y] and ln Z of q(y) = s^y / y! alpha^|t - y| / Z on y >= 0 (alpha = 0: y = t >= 0).
-
-    Direct summation around the mode when q is narrow, Poisson cdfs otherwise.
-    """
-    s = max(s, TINY)
-    if alpha == 0.0:
-        return float(t), t * math.log(s) - math.lgamma(t + 1.0)
-    low, up = s / alpha, s * alpha  # Poisson means of the pieces y <= t and y > t
-    if t >= 1 and low - 1.0 < t:
-        mode = max(0, math.ceil(low - 1.0))
-        width = low
-    else:
-        mode = max(t, 0, math.ceil(min(up, 1e15) - 1.0))
-        width = up
-    if width > SUM_MAX_MEAN:
-        return _collapsed_cell_tails(t, alpha, s)
-    return _collapsed_cell_sum(t, alpha, s, mode)
-
-
-@njit(cache=True)
-def _collapsed_rows(Y, alpha, S, mask, Ey, row_log, start, stop):
+def _collapsed_rows(Y, alpha, S, mask, Ey, R, row_log, start, stop):
+    a_last, inv_a, log_a, log_noise = -1.0, 0.0, 0.0, 0.0  # of the last noise level seen
     for d in range(start, stop):
         acc = 0.0
         for v in range(Y.shape[1]):
             if mask[d, v]:
                 continue
             a = alpha[d, v]
-            Ey[d, v], log_z = collapsed_cell(Y[d, v], a, S[d, v])
-            acc += log_z + math.log1p(-a) - math.log1p(a)
+            s = max(S[d, v], TINY)
+            if a == 0.0:
+                Ey[d, v], log_z = mean_log_z(Y[d, v], a, s)
+            else:
+                if a != a_last:
+                    a_last, inv_a, log_a = a, 1.0 / a, math.log(a)
+                    log_noise = math.log1p(-a) - math.log1p(a)
+                Ey[d, v], log_z = mean_log_z_noisy(Y[d, v], a, s, inv_a, log_a)
+                log_z += log_noise
+            R[d, v] = Ey[d, v] / s
+            acc += log_z
         row_log[d] = acc
 
 
 @njit(parallel=True, cache=True)
-def _collapsed_chunks(Y, alpha, S, mask, Ey, row_log):
+def _collapsed_chunks(Y, alpha, S, mask, Ey, R, row_log):
     n_rows = Y.shape[0]
     for c in prange((n_rows + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK):
         stop = min((c + 1) * ROWS_PER_CHUNK, n_rows)
-        _collapsed_rows(Y, alpha, S, mask, Ey, row_log, c * ROWS_PER_CHUNK, stop)
+        _collapsed_rows(Y, alpha, S, mask, Ey, R, row_log, c * ROWS_PER_CHUNK, stop)
+
+
+def collapsed_refresh(Y, alpha, S, mask) -> tuple[np.ndarray, np.ndarray, float]:
+    """Optimal q(y_dv) ∝ S^y / y! alpha^|y~ - y| for every unmasked cell (S floored at TINY).
+
+    Returns E[y] and R = E[y] / S, both (n_rows, n_cols) and zero where masked, and the sum
+    over unmasked cells of ln Z + ln((1-alpha)/(1+alpha)): the data part of the ELBO when
+    the allocation is optimal.
+    """
+    Ey = np.zeros(Y.shape)
+    R = np.zeros(Y.shape)
+    row_log = np.zeros(Y.shape[0])
+    if Y.size >= PARALLEL_MIN_CELLS:
+        _collapsed_chunks(Y, alpha, S, mask, Ey, R, row_log)
+    else:
+        _collapsed_rows(Y, alpha, S, mask, Ey, R, row_log, 0, Y.shape[0])
+    return Ey, R, float(row_log.sum())
 
 
 def collapsed_local(Y, alpha, S, mask) -> tuple[np.ndarray, float]:
-    """Optimal q(y_dv) ∝ S^y / y! alpha^|y~ - y| for every unmasked cell.
-
-    Returns E[y] (n_rows, n_cols) and the sum over unmasked cells of
-    ln Z + ln((1-alpha)/(1+alpha)): the data part of the ELBO when the allocation is optimal.
-    """
-    Ey = np.zeros(Y.shape)
-    row_log = np.zeros(Y.shape[0])
-    if Y.size >= PARALLEL_MIN_CELLS:
-        _collapsed_chunks(Y, alpha, S, mask, Ey, row_log)
-    else:
-        _collapsed_rows(Y, alpha, S, mask, Ey, row_log, 0, Y.shape[0])
-    return Ey, float(row_log.sum())
+    """E[y] and the ELBO's data part of :func:`collapsed_refresh`."""
+    Ey, _, total = collapsed_refresh(Y, alpha, S, mask)
+    return Ey, total
 
 
 @njit(cache=True)

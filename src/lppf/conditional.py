@@ -1,0 +1,330 @@
+"""The collapsed conditional of a true count given its privatized value.
+
+With the mechanism's auxiliaries integrated out, a true count y >= 0 behind the privatized
+count y~ = t, with Poisson rate mu and noise level 0 < alpha < 1, has
+
+    f(y) = mu^y / y! * alpha^|t - y|,    P(y | t, mu) = f(y) / Z(t, mu, alpha).
+
+f is log-concave: f(y + 1) / f(y) = c / (y + 1) with c = mu / alpha for y < t and mu alpha
+for y >= t, so its mode is max(floor(mu alpha), min(t, floor(mu / alpha)), 0). For t <= 0 it
+is Pois(mu alpha) and Z = alpha^-t e^(mu alpha); for t > 0 a two-piece mixture of
+Pois(mu / alpha) truncated to [0, t] and Pois(mu alpha) truncated to (t, inf):
+
+    Z = alpha^t e^(mu / alpha) F(t; mu / alpha) + alpha^-t e^(mu alpha) SF(t; mu alpha)
+
+(F, SF: Poisson cdf and survival function). alpha = 0 (no noise) is the point mass y = t.
+Here: the mode and ratios, E[y] with ln Z (:func:`mean_log_z`), the pmf on a grid
+(:func:`mixture_pmf`), a range holding its mass (:func:`support`) and an exact sampler
+(:func:`sample`). Sums run over masses relative to f(mode) = 1, walking out from the mode
+until a mass drops below ``TINY_MASS`` of the total (the tails of a log-concave pmf decay at
+least geometrically).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+from scipy import special
+
+TINY_MASS = 2.0**-53  # relative mass below which a walk stops
+TINY_RATE = 1e-300  # floor for rates that enter a logarithm
+WALK_MAX_STEPS = 1000  # walks longer than this (pmfs wider than ~1e4): Poisson cdfs instead
+WALK_MAX_MODE = 1e15  # modes beyond this (not an exact integer): Poisson cdfs
+_INV = 1.0 / np.arange(1.0, 257.0)  # 1 / (y + 1) for small y: multiplications, no divisions
+_LOG_FACT = special.gammaln(np.arange(1.0, 1025.0))  # ln y! for small y
+_EPS = 1e-16
+_FPMIN = 1e-300
+_MAXIT = 1_000_000
+
+
+@njit(cache=True, inline="always")
+def ratio(y, t, c_lo, c_hi):
+    """f(y + 1) / f(y) = c / (y + 1) with c = c_lo (mu / alpha) for y < t, c_hi (mu alpha)
+    otherwise."""
+    c = c_lo if y < t else c_hi
+    return c * _INV[y] if y < len(_INV) else c / (y + 1.0)
+
+
+@njit(cache=True, inline="always")
+def inv_ratio(y, t, ic_lo, ic_hi):
+    """f(y - 1) / f(y) = y / c with c = c_lo for y - 1 < t and c_hi otherwise (reciprocals
+    ``ic_lo = 1 / c_lo``, ``ic_hi = 1 / c_hi`` given)."""
+    return (ic_lo if y - 1 < t else ic_hi) * y
+
+
+@njit(cache=True, inline="always")
+def mode(t, c_lo, c_hi):
+    """argmax_y f(y) = max(floor(c_hi), min(t, floor(c_lo)), 0) for c_lo = mu / alpha,
+    c_hi = mu alpha (c_lo may overflow)."""
+    return max(math.floor(c_hi), math.floor(min(float(t), c_lo)), 0)
+
+
+@njit(cache=True, inline="always")
+def log_fact(y):
+    """ln y! for an integer y >= 0."""
+    return _LOG_FACT[y] if y < len(_LOG_FACT) else math.lgamma(y + 1.0)
+
+
+@njit(cache=True, inline="always")
+def log_f(y, t, log_mu, log_a):
+    """ln f(y) = y ln mu - ln y! + |t - y| ln alpha."""
+    return y * log_mu - log_fact(y) + abs(t - y) * log_a
+
+
+# ---------------------------------------------------------------------------------------------
+# sampler
+
+
+@njit(cache=True)
+def walk_sample(m, t, c_lo, c_hi, u):
+    """Exact inverse-CDF draw (uniform ``u``) given the mode ``m`` and c_lo, c_hi of
+    :func:`ratio`.
+
+    The walk goes up from the mode, then down, until the masses drop below ``TINY_MASS`` of
+    the total; a second identical walk inverts the CDF."""
+    ic_lo, ic_hi = 1.0 / c_lo, 1.0 / c_hi
+    z = 1.0
+    f = 1.0
+    y = m
+    while True:
+        f *= ratio(y, t, c_lo, c_hi)
+        y += 1
+        if f <= TINY_MASS * z:
+            break
+        z += f
+    f = 1.0
+    y = m
+    while y > 0:
+        f *= inv_ratio(y, t, ic_lo, ic_hi)
+        y -= 1
+        if f <= TINY_MASS * z:
+            break
+        z += f
+    target = u * z
+    cum = 1.0
+    if target < cum:
+        return m
+    f = 1.0
+    y = m
+    while True:
+        f *= ratio(y, t, c_lo, c_hi)
+        y += 1
+        if f <= TINY_MASS * z:
+            break
+        cum += f
+        if target < cum:
+            return y
+    f = 1.0
+    y = m
+    while y > 0:
+        f *= inv_ratio(y, t, ic_lo, ic_hi)
+        y -= 1
+        if f <= TINY_MASS * z:
+            break
+        cum += f
+        if target < cum:
+            return y
+    return m  # target within rounding of the total
+
+
+@njit(cache=True)
+def sample(t, mu, a):
+    """One draw of y ~ P(y | t, mu) for 0 < a < 1, mu >= 0 (numba's generator): Pois(mu a)
+    for t <= 0, else one uniform inverted by :func:`walk_sample`."""
+    if mu * a <= 0.0:  # mu = 0, or mu a below the smallest double: P(y > 0) < 1e-300
+        return 0
+    if t <= 0:
+        return np.random.poisson(mu * a)  # noqa: NPY002 (numba)
+    c_lo, c_hi = mu / a, mu * a
+    return walk_sample(mode(t, c_lo, c_hi), t, c_lo, c_hi,
+                       np.random.random())  # noqa: NPY002 (numba)
+
+
+# ---------------------------------------------------------------------------------------------
+# mean and normalizer
+
+
+@njit(cache=True)
+def _walk_sums(m, t, c_lo, c_hi, ic_lo, ic_hi):
+    """(sum_y f(y) / f(m), sum_y (y - m) f(y) / f(m), done) by a walk out from the mode
+    ``m`` (``ic_lo = 1 / c_lo``, ``ic_hi = 1 / c_hi``); done is False when a direction takes
+    more than ``WALK_MAX_STEPS`` steps."""
+    total, first = 1.0, 0.0
+    f, y, dy = 1.0, m, 0.0
+    while True:
+        f *= ratio(y, t, c_lo, c_hi)
+        y += 1
+        dy += 1.0
+        if f <= TINY_MASS * total:
+            break
+        if dy > WALK_MAX_STEPS:
+            return total, first, False
+        total += f
+        first += dy * f
+    f, y, dy = 1.0, m, 0.0
+    while y > 0:
+        f *= inv_ratio(y, t, ic_lo, ic_hi)
+        y -= 1
+        dy -= 1.0
+        if f <= TINY_MASS * total:
+            break
+        if dy < -WALK_MAX_STEPS:
+            return total, first, False
+        total += f
+        first += dy * f
+    return total, first, True
+
+
+@njit(cache=True)
+def _logaddexp(a, b):
+    hi = max(a, b)
+    if hi == -math.inf:
+        return hi
+    return hi + math.log1p(math.exp(-abs(a - b)))
+
+
+@njit(cache=True)
+def log_gamma_pq_scaled(a, x):
+    """(ln(e^x P(a, x)), ln(e^x Q(a, x))): regularized incomplete gamma functions times e^x.
+
+    For integer a = k + 1: e^x Q(a, x) = e^x F(k; x) and e^x P(a, x) = e^x SF(k; x) with F, SF
+    the Poisson cdf and survival function; the e^x scaling keeps far tails finite. Series for
+    x < a + 1 (where P <= 1/2 roughly), Lentz continued fraction for Q otherwise.
+    """
+    lpre = a * math.log(x) - math.lgamma(a)
+    if x < a + 1.0:
+        ap = a
+        term = 1.0 / a
+        total = term
+        for _ in range(_MAXIT):
+            ap += 1.0
+            term *= x / ap
+            total += term
+            if term < total * _EPS:
+                break
+        lp = lpre + math.log(total)
+        return lp, x + math.log1p(-math.exp(lp - x))
+    b = x + 1.0 - a
+    c = 1.0 / _FPMIN
+    d = 1.0 / b
+    h = d
+    for i in range(1, _MAXIT):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        if abs(d) < _FPMIN:
+            d = _FPMIN
+        c = b + an / c
+        if abs(c) < _FPMIN:
+            c = _FPMIN
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < _EPS:
+            break
+    lq = lpre + math.log(h)
+    return x + math.log1p(-math.exp(lq - x)), lq
+
+
+@njit(cache=True)
+def _mean_log_z_cdf(t, a, mu, log_a):
+    """:func:`mean_log_z` for t >= 1 from Poisson cdfs (wide pmfs): y <= t has mass
+    alpha^t e^(mu/alpha) F(t; mu/alpha), y > t has alpha^(-t) e^(mu alpha) SF(t; mu alpha)."""
+    lam_up, lam_low = mu * a, mu / a
+    lgam = math.lgamma(t + 1.0)
+    lq_low = log_gamma_pq_scaled(t + 1.0, lam_low)[1]
+    lp_up = log_gamma_pq_scaled(t + 1.0, lam_up)[0]
+    log_low = t * log_a + lq_low
+    log_up = -t * log_a + lp_up
+    log_z = _logaddexp(log_low, log_up)
+    # truncated means: lam F(t-1)/F(t) = lam (1 - p(t)/F(t));
+    # lam SF(t-1)/SF(t) = lam (1 + p(t)/SF(t))
+    p_ratio = math.exp(t * math.log(lam_low) - lgam - lq_low)
+    if p_ratio < 0.5:
+        mean_low = lam_low * (1.0 - p_ratio)
+    else:  # far left tail: 1 - p_ratio cancels, take F(t - 1) directly
+        mean_low = lam_low * math.exp(log_gamma_pq_scaled(float(t), lam_low)[1] - lq_low)
+    mean_up = lam_up * (1.0 + math.exp(t * math.log(lam_up) - lgam - lp_up))
+    w_low = math.exp(log_low - log_z)
+    return w_low * mean_low + (1.0 - w_low) * mean_up, log_z
+
+
+@njit(cache=True)
+def mean_log_z_noisy(t, a, mu, inv_a, log_a):
+    """(E[y], ln Z) for 0 < a < 1 and mu > 0, given ``inv_a = 1 / a`` and ``log_a = ln a``.
+
+    t <= 0: Pois(mu a) in closed form. t >= 1: a walk out from the mode, or Poisson cdfs
+    for pmfs too wide to walk (the walk takes O(sd) steps)."""
+    c_hi = mu * a
+    if t <= 0:
+        return c_hi, c_hi - t * log_a
+    c_lo = mu * inv_a
+    if c_hi < WALK_MAX_MODE:
+        m = mode(t, c_lo, c_hi)
+        inv_mu = 1.0 / mu
+        total, first, done = _walk_sums(m, t, c_lo, c_hi, a * inv_mu, inv_a * inv_mu)
+        if done and m <= 16 and 1e-15 < mu < 1e15:  # mu^m total within range: one log
+            return m + first / total, (math.log(total * mu**m) - log_fact(m)
+                                       + abs(t - m) * log_a)
+        if done:
+            return m + first / total, log_f(m, t, math.log(mu), log_a) + math.log(total)
+    return _mean_log_z_cdf(t, a, mu, log_a)
+
+
+@njit(cache=True)
+def mean_log_z(t, a, mu):
+    """E[y] and ln Z of P(y | t, mu) (mu floored at ``TINY_RATE``; a = 0: y = t >= 0)."""
+    mu = max(mu, TINY_RATE)
+    if a == 0.0:
+        return float(t), t * math.log(mu) - math.lgamma(t + 1.0)
+    return mean_log_z_noisy(t, a, mu, 1.0 / a, math.log(a))
+
+
+# ---------------------------------------------------------------------------------------------
+# pmf
+
+
+@njit(cache=True)
+def _add_pmf(t, a, mu, y_W, weight, out_W):
+    """out_W += weight * P(y_W | t, mu)."""
+    if a == 0.0 or mu <= 0.0:
+        at = t if a == 0.0 else 0
+        for w in range(len(y_W)):
+            if y_W[w] == at:
+                out_W[w] += weight
+        return
+    log_a, log_mu = math.log(a), math.log(mu)
+    log_z = mean_log_z_noisy(t, a, mu, 1.0 / a, log_a)[1]
+    for w in range(len(y_W)):
+        y = y_W[w]
+        if y >= 0:
+            out_W[w] += weight * math.exp(log_f(y, t, log_mu, log_a) - log_z)
+
+
+@njit(cache=True)
+def mixture_pmf(t_N, a_N, mu_SN, y_NW):
+    """Mean over samples s of P(y_NW[n] | t_N[n], mu_SN[s, n], a_N[n]), shape (N, W)."""
+    n_samples, n_cells = mu_SN.shape
+    out_NW = np.zeros(y_NW.shape)
+    for n in range(n_cells):
+        for s in range(n_samples):
+            _add_pmf(t_N[n], a_N[n], mu_SN[s, n], y_NW[n], 1.0 / n_samples, out_NW[n])
+    return out_NW
+
+
+def support(t: np.ndarray, a: np.ndarray, mu_lo: np.ndarray,
+            mu_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cell range [lo, hi] of y holding all but a negligible part of P(y | t, mu) for
+    every mu in [mu_lo, mu_hi].
+
+    Below t the conditional is Pois(mu / alpha) truncated to y <= t, above it Pois(mu alpha)
+    truncated to y > t; each piece lies within 8 standard deviations (+10) of its mode.
+    """
+    with np.errstate(divide="ignore"):
+        low = np.minimum(t, mu_lo / a)
+    high = np.maximum(t, mu_hi * a)
+    lo = np.maximum(low - 8 * np.sqrt(np.maximum(low, 0)) - 10, 0)
+    hi = np.maximum(high + 8 * np.sqrt(np.maximum(high, 0)) + 10, lo)
+    return np.floor(lo).astype(np.int64), np.ceil(hi).astype(np.int64)

@@ -1,0 +1,71 @@
+"""The collapsed conditional P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y| against brute force."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import special
+
+from lppf import conditional
+
+
+def brute(t, a, mu):
+    """(y, pmf) on a support wide enough for every case below."""
+    top = max(t, 0) + mu * a + 40 * np.sqrt(mu * a + 1) + 200
+    y = np.arange(int(top) + 1)
+    logw = y * np.log(mu) - special.gammaln(y + 1) + np.abs(t - y) * np.log(a)
+    log_z = special.logsumexp(logw)
+    return y, np.exp(logw - log_z), log_z
+
+
+@pytest.mark.parametrize("a", [0.01, 0.5, 0.95])
+def test_mean_and_log_z_walked_and_from_cdfs(a):
+    """Narrow and wide pmfs: walked, or from Poisson cdfs where the walk is too long (an sd
+    beyond about WALK_MAX_STEPS / 8.6, i.e. a mode beyond about 1.4e4)."""
+    for t, mode in itertools.product([1, 40, 5000, 14_000, 60_000],
+                                     [3.0, 600.5, 12_000.5, 15_000.5, 50_000.0]):
+        for mu in (mode * a, mode / a):  # the mode in the lower or the upper piece
+            y, pmf, log_z = brute(t, a, mu)
+            mean, got_log_z = conditional.mean_log_z(t, a, mu)
+            assert got_log_z == pytest.approx(log_z, rel=1e-12, abs=1e-10), (t, mu)
+            assert mean == pytest.approx(pmf @ y, rel=1e-10, abs=1e-10), (t, mu)
+
+
+def test_mode_is_the_argmax():
+    for t, a, mu in itertools.product([-3, 0, 1, 5, 60], [0.1, 0.5, 0.9],
+                                      [1e-3, 0.7, 2.0, 9.5, 80.0]):
+        pmf = brute(t, a, mu)[1]
+        m = conditional.mode(t, mu / a, mu * a)
+        assert pmf[m] >= pmf.max() * (1 - 1e-12), (t, a, mu)
+
+
+def test_mixture_pmf_matches_brute_force_and_support_holds_the_mass():
+    rng = np.random.default_rng(4)
+    t = np.array([-4, 0, 3, 25, 400])
+    a = np.array([0.3, 0.6, 0.9, 0.5, 0.99])
+    mu_SN = rng.gamma(3.0, [1.0, 2.0, 5.0, 10.0, 300.0], (4, 5))
+    lo, hi = conditional.support(t, a, mu_SN.min(axis=0), mu_SN.max(axis=0))
+    y_NW = lo[:, None] + np.arange((hi - lo).max() + 1)
+    got = conditional.mixture_pmf(t, a, mu_SN, y_NW)
+    assert got.sum(axis=1) == pytest.approx(np.ones(5), abs=1e-12)
+    for n in range(5):
+        want = np.zeros(y_NW.shape[1])
+        for mu in mu_SN[:, n]:
+            y, pmf, _ = brute(t[n], a[n], mu)
+            want += np.interp(y_NW[n], y, pmf, right=0.0) / len(mu_SN)
+        np.testing.assert_allclose(got[n], want, rtol=1e-10, atol=1e-300)
+
+
+def test_point_masses():
+    y_NW = np.arange(6)[None].repeat(2, axis=0)
+    got = conditional.mixture_pmf(np.array([3, 2]), np.array([0.0, 0.5]),
+                                  np.array([[2.0, 0.0]]), y_NW)
+    np.testing.assert_array_equal(got, np.eye(6)[[3, 0]])  # alpha = 0: y = y~; mu = 0: y = 0
+
+
+def test_sample_with_a_rate_that_underflows_is_zero():
+    """mu a below the smallest double: no division by zero, y = 0 (P(y > 0) < 1e-300)."""
+    from lppf.conditional import sample
+
+    assert sample(5, 1e-320, 0.5) == 0
+    assert sample(5, 0.0, 0.5) == 0
