@@ -67,5 +67,5 @@ def test_sample_with_a_rate_that_underflows_is_zero():
     """mu a below the smallest double: no division by zero, y = 0 (P(y > 0) < 1e-300)."""
     from lppf.conditional import sample
 
-    assert sample(5, 1e-320, 0.5) == 0
+    assert sample(5, 5e-324, 0.1) == 0  # 5e-324 * 0.1 rounds to 0.0
     assert sample(5, 0.0, 0.5) == 0
