@@ -5,8 +5,11 @@ scheduled. We reseed per fixed chunk instead: each chunk of work gets its own se
 from the caller's numpy ``Generator``) and calls ``np.random.seed`` before drawing, which
 makes results identical for any number of threads. Kernels that draw many uniforms also
 keep a chunk-local xoshiro256+ state (:func:`rng_state`, :func:`uniform`; Blackman and
-Vigna 2018), about three times cheaper per uniform than numba's ``np.random.random``. Also
-the kernels both samplers share.
+Vigna 2018), about three times cheaper per uniform than numba's ``np.random.random``.
+Sums over the cells of a parallel kernel go through one pattern: each chunk (or, for
+integer counts, each thread) adds into its own slice of a buffer from :func:`chunk_partials`
+(:func:`thread_partials`), and :func:`total` adds the slices in a fixed order. Also the
+kernels both samplers share.
 """
 
 from __future__ import annotations
@@ -55,6 +58,29 @@ def at_most(n_chunks: int):
     OpenMP workers cost milliseconds per call on a busy machine, which dominates small
     problems. Results never depend on it (chunks are reseeded)."""
     return threads(min(numba.get_num_threads(), max(int(n_chunks), 1)))
+
+
+def chunk_partials(n_chunks: int, shape: tuple[int, ...] = (), dtype=np.float64) -> np.ndarray:
+    """Zeroed (n_chunks, *shape) buffer of partial sums: chunk ``c`` of a ``prange`` kernel
+    adds into slice ``c`` only. Reduce it with :func:`total`."""
+    return np.zeros((n_chunks, *shape), dtype)
+
+
+def thread_partials(shape: tuple[int, ...], dtype=np.int64) -> np.ndarray:
+    """Zeroed (n_threads, *shape) integer buffer, one slice per numba thread (index it with
+    ``numba.get_thread_id()``; allocate it under the thread count the kernel runs with).
+    Smaller than one slice per chunk when ``shape`` is large. Integers only: integer sums
+    are exact, so which thread ran which chunk does not change :func:`total`, where a float
+    sum would."""
+    if not np.issubdtype(dtype, np.integer):
+        raise TypeError(f"per-thread partial sums must be integers, got {np.dtype(dtype)}")
+    return np.zeros((numba.get_num_threads(), *shape), dtype)
+
+
+def total(X: np.ndarray) -> np.ndarray:
+    """Sum of the partial sums ``X`` (n, ...) over its leading axis, in numpy's fixed order:
+    the same result for any thread count."""
+    return X.sum(axis=0)
 
 
 @njit(cache=True)
@@ -148,17 +174,17 @@ def _at(X, i, j):
 def _count_loglik_chunks(Y, mu, mask, Ytil, log_alpha, log_norm, out_X):
     D, V = Y.shape
     for c in prange(len(out_X)):
-        total = 0.0
+        acc = 0.0
         for i in range(c * CHUNK, min((c + 1) * CHUNK, D)):
             for j in range(V):
                 if mask[i, j]:
                     continue
                 y = Y[i, j]
-                total += poisson_logpmf(y, mu[i, j]) + _at(log_norm, i, j)
+                acc += poisson_logpmf(y, mu[i, j]) + _at(log_norm, i, j)
                 tau = abs(Ytil[i, j] - y)
                 if tau != 0:
-                    total += tau * _at(log_alpha, i, j)
-        out_X[c] = total
+                    acc += tau * _at(log_alpha, i, j)
+        out_X[c] = acc
 
 
 def count_loglik(Y: np.ndarray, mu: np.ndarray, mask: np.ndarray, Ytil: np.ndarray | None = None,
@@ -169,17 +195,17 @@ def count_loglik(Y: np.ndarray, mu: np.ndarray, mask: np.ndarray, Ytil: np.ndarr
     ``alpha`` broadcastable 2-d in [0, 1); ``Ytil = None``: the Poisson term only. The noise
     term is ``log((1 - alpha)/(1 + alpha)) + |y~ - y| log alpha`` (alpha = 0: 0 if y~ = y,
     else -inf), as :func:`lppf.mechanisms.noise_logpmf`. Partial sums per fixed chunk of
-    rows, added in order: the same result for any thread count."""
+    rows (:func:`chunk_partials`): the same result for any thread count."""
     if Ytil is None:
         Ytil, alpha = Y, np.zeros((1, 1))
     alpha = np.asarray(alpha, dtype=np.float64)
     with np.errstate(divide="ignore"):
         log_alpha = np.log(alpha)
     log_norm = np.log1p(-alpha) - np.log1p(alpha)
-    out_X = np.empty(n_chunks(len(Y)))
+    out_X = chunk_partials(n_chunks(len(Y)))
     with at_most(len(out_X)):
         _count_loglik_chunks(Y, mu, mask, Ytil, log_alpha, log_norm, out_X)
-    return float(out_X.sum())
+    return float(total(out_X))
 
 
 def gamma_logpdf_sum(X: np.ndarray, shape: float, rate: float) -> float:

@@ -276,14 +276,31 @@ def _sample_bounded(nu, q, mode):
 
 
 @njit(cache=True)
+def _sample_mode_zero(nu, q):
+    """Exact draw of Bes(nu, a) with mode 0 (q = (a/2)^2 < nu + 1) by rejection-inversion:
+    ``u`` uniform on [0, S_up), ``S_up = 1 + t1 / (1 - r1)`` bounding ``sum_m P(m)/P(0)``
+    (t1 = q / (nu + 1) the term at 1, r1 = q / (2 (nu + 2)) the next ratio; ratios fall).
+    0 if ``u < 1``, else the walk m = 1, 2, ... of :func:`_tail_right`, redrawn when ``u``
+    passes the bound on the remaining mass. Mostly 0 or 1 step: no normalizing series."""
+    t1 = q / (nu + 1.0)
+    s_up = 1.0 + t1 / (1.0 - 0.5 * q / (nu + 2.0))
+    while True:
+        u = np.random.random() * s_up  # noqa: NPY002 (numba's generator)
+        if u < 1.0:
+            return 0
+        m = _tail_right(u - 1.0, 0.0, 1.0, nu, q)
+        if m >= 0:
+            return m
+
+
+@njit(cache=True)
 def bessel_sample_nb(nu, a):
     """One exact draw from Bes(nu, a) (nu >= 0, a >= 0; a == 0 returns 0).
 
     Inversion by search from the mode outward with the pmf ratio
     ``P(m+1)/P(m) = (a/2)^2 / ((m+1)(m+1+nu))``, three ways:
 
-    * mode 0 (``(a/2)^2 < nu + 1``): accept 0 when ``u < 1/S_up``, ``S_up = 1 + t1/(1 - r1)``
-      bounding ``sum_m P(m)/P(0)``; otherwise invert ``u`` against the summed series;
+    * mode 0 (``(a/2)^2 < nu + 1``): :func:`_sample_mode_zero`, no series sum;
     * wide distributions with a closed-form ``log I_nu(a)`` (Debye or Hankel expansion):
       ``P(mode)`` from it, chop-down search in O(sd) steps;
     * otherwise: :func:`_sample_bounded` (no normalizing constant needed).
@@ -292,13 +309,7 @@ def bessel_sample_nb(nu, a):
         return 0
     q = 0.25 * a * a
     if q < nu + 1.0:
-        u = np.random.random()  # noqa: NPY002 (numba's generator)
-        t1 = q / (nu + 1.0)
-        if u * (1.0 + t1 / (1.0 - 0.5 * q / (nu + 2.0))) < 1.0:
-            return 0
-        m = _chop_down(u * _series_sum(nu, q, 0.0), 0.0, 1.0, nu, q, 0.0, math.inf)
-        if m >= 0:
-            return m
+        return _sample_mode_zero(nu, q)
     mode = bessel_mode_nb(nu, a)
     var_approx = 1.0 / (1.0 / (mode + 1.0) + 1.0 / (mode + 1.0 + nu))
     if var_approx <= _VAR_BOUNDED or not (nu >= _NU_DEBYE or a >= max(_A_HANKEL, nu * nu)):

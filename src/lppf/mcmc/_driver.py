@@ -17,10 +17,32 @@ from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
-from tqdm import tqdm
 
 from lppf.diagnostics import chain_diagnostics, diagnostic_cells
 from lppf.results import FitResult
+
+
+class _NoBar:
+    """The progress bar when none is shown."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+
+def progress_bar(total: int, progress: bool, desc: str):
+    """A tqdm bar of ``total`` sweeps on stderr, or a silent stand-in: tqdm is imported only
+    when the bar is shown (start-up of ``lppf fit``)."""
+    if not progress:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, file=sys.stderr, unit="it", desc=desc)
 
 
 class Chain(Protocol):
@@ -108,9 +130,7 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
     cells = diagnostic_cells(mask)
     runs, starts = [], []
     elapsed = {start_key: 0.0, "burnin": 0.0, "sampling": 0.0}
-    bar = tqdm(total=n_iter * n_chains, disable=not progress, file=sys.stderr, unit="it",
-               desc=desc)
-    with bar:
+    with progress_bar(n_iter * n_chains, progress, desc) as bar:
         for chain_rng in chain_rngs(rng, n_chains):
             tic = time.perf_counter()
             chain, info = make_chain(chain_rng)

@@ -33,10 +33,13 @@ from lppf._numba import (
     CHUNK,
     at_most,
     blas_single,
+    chunk_partials,
     chunk_seeds,
     count_loglik,
     gamma_logpdf_sum,
     multinomial,
+    n_chunks,
+    total,
 )
 from lppf._numba import threads as numba_threads
 from lppf.mcmc._driver import run_chains
@@ -158,22 +161,17 @@ def _allocate_cell(y, theta_i, Q_CC, send_C, recv_C, pair_CC, F, N):
 
 
 @njit(parallel=True, cache=True)
-def _allocate(Y_VV, obs_VV, Theta_VC, Q_VCC, seeds, chunk):
+def _allocate_chunks(Y_VV, obs_VV, Theta_VC, Q_VCC, seeds, send_VC, recv_XVC, pair_XCC, ll_X):
     """Allocate observed counts over sender/receiver roles, row chunks in parallel, each
-    reseeded from ``seeds``. ``Q_VCC[j] = cumsum_d(pi_cd theta_jd)``. Returns the sender
-    counts (V, C), receiver counts (V, C), pair counts (C, C) (integers, so the sums do not
-    depend on the thread count) and ``sum_(ij observed, y>0) [y log mu_ij - log y!]``.
-    """
+    reseeded from ``seeds``. ``Q_VCC[j] = cumsum_d(pi_cd theta_jd)``. Adds the sender counts
+    to ``send_VC`` (V, C) (row i belongs to one chunk) and chunk x's receiver counts, pair
+    counts and ``sum_(ij observed, y>0) [y log mu_ij - log y!]`` to ``recv_XVC[x]`` (V, C),
+    ``pair_XCC[x]`` (C, C) and ``ll_X[x]`` (:func:`lppf._numba.chunk_partials`)."""
     V, C = Theta_VC.shape
-    n_chunks = seeds.shape[0]
-    send_VC = np.zeros((V, C), np.int64)
-    recv_XVC = np.zeros((n_chunks, V, C), np.int64)
-    pair_XCC = np.zeros((n_chunks, C, C), np.int64)
-    ll_X = np.zeros(n_chunks)
-    for x in prange(n_chunks):
+    for x in prange(len(seeds)):
         np.random.seed(seeds[x])  # noqa: NPY002 (numba)
         F, N = np.empty((2, C)), np.empty((2, C), np.int64)
-        for i in range(x * chunk, min((x + 1) * chunk, V)):
+        for i in range(x * CHUNK, min((x + 1) * CHUNK, V)):
             for j in range(V):
                 y = Y_VV[i, j]
                 if y <= 0 or not obs_VV[i, j]:
@@ -181,7 +179,22 @@ def _allocate(Y_VV, obs_VV, Theta_VC, Q_VCC, seeds, chunk):
                 mu = _allocate_cell(y, Theta_VC[i], Q_VCC[j], send_VC[i], recv_XVC[x, j],
                                     pair_XCC[x], F, N)
                 ll_X[x] += y * math.log(mu) - math.lgamma(y + 1.0)
-    return send_VC, recv_XVC.sum(axis=0), pair_XCC.sum(axis=0), ll_X.sum()
+
+
+def allocate(Y_VV: np.ndarray, obs_VV: np.ndarray, Theta_VC: np.ndarray, Pi_CC: np.ndarray,
+             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Sender counts (V, C), receiver counts (V, C), pair counts (C, C) of the allocation
+    ``(y_ijcd) ~ Mult(y_ij, theta_ic theta_jd pi_cd / mu_ij)`` of the observed counts, and
+    ``sum_(ij observed, y>0) [y log mu_ij - log y!]``."""
+    V, C = Theta_VC.shape
+    seeds = chunk_seeds(rng, V)
+    Q_VCC = np.cumsum(Pi_CC[None, :, :] * Theta_VC[:, None, :], axis=2)
+    send_VC = np.zeros((V, C), np.int64)
+    recv_XVC = chunk_partials(len(seeds), (V, C), np.int64)
+    pair_XCC = chunk_partials(len(seeds), (C, C), np.int64)
+    ll_X = chunk_partials(len(seeds))
+    _allocate_chunks(Y_VV, obs_VV, Theta_VC, Q_VCC, seeds, send_VC, recv_XVC, pair_XCC, ll_X)
+    return send_VC, total(recv_XVC), total(pair_XCC), float(total(ll_X))
 
 
 @njit(cache=True)
@@ -251,9 +264,7 @@ def gibbs_step(problem: Problem, state: State, rng: np.random.Generator) -> floa
     if is_private(problem):
         sample_counts(problem, state, rng)
     Theta, Pi = state.Theta_VC, state.Pi_CC
-    seeds = chunk_seeds(rng, Theta.shape[0])
-    Q_VCC = np.cumsum(Pi[None, :, :] * Theta[:, None, :], axis=2)
-    send, recv, pair, ll_nz = _allocate(state.Y_VV, problem.obs_VV, Theta, Q_VCC, seeds, CHUNK)
+    send, recv, pair, ll_nz = allocate(state.Y_VV, problem.obs_VV, Theta, Pi, rng)
     R_CC = observed_pair_sums(problem, Theta)
     loglik = ll_nz - float(np.sum(Pi * R_CC))
     a0, b0 = problem.a0, problem.b0
@@ -317,12 +328,11 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
     """
     fix = dict(data.fix)
     problem = make_problem(data, method, a0, b0)
-    n_chunks = -(-problem.Ytil_VV.shape[0] // CHUNK)
     def make_chain(chain_rng):
         chain = CommunityChain(problem, fix, n_components, burnin, chain_rng)
         return chain, chain.info
 
-    with numba_threads(threads), at_most(n_chunks), blas_single():
+    with numba_threads(threads), at_most(n_chunks(problem.Ytil_VV.shape[0])), blas_single():
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
                           thin=thin, rng=rng, mask=~problem.obs_VV, progress=progress,
                           desc=f"community {method}", start_key="init", info_key="init")

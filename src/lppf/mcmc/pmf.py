@@ -30,11 +30,15 @@ from lppf._numba import (
     CHUNK,
     at_most,
     blas_single,
+    chunk_partials,
     chunk_seeds,
     count_loglik,
     gamma_logpdf_sum,
+    log_factorial,
     multinomial,
     rng_state,
+    thread_partials,
+    total,
     uniform,
 )
 from lppf._numba import threads as numba_threads
@@ -50,7 +54,6 @@ _FLOOR = np.finfo(np.float64).tiny  # gamma draws that underflow to 0 are lifted
 
 
 _BLOCK = 8  # components per block of the two-level search over K
-_LGAMMA = np.array([math.lgamma(y + 1.0) for y in range(256)])  # log y! for small y
 
 
 @njit(cache=True, inline="always")
@@ -122,16 +125,15 @@ def _cell_loglik(y, mu):
     """y log mu - log y!"""
     if mu <= 0.0:
         return -math.inf
-    log_fact = _LGAMMA[y] if y < len(_LGAMMA) else math.lgamma(y + 1.0)
-    return y * math.log(mu) - log_fact
+    return y * math.log(mu) - log_factorial(y)
 
 
 @njit(cache=True, parallel=True)
 def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
     """Allocate every unmasked non-zero cell of dense ``Y`` (D, V). Writes row totals
-    ``Y_DK`` (D, K), adds column totals to ``Y_TVK`` (n_threads, V, K; one slice per thread,
-    integer counts, so the sum over threads does not depend on scheduling) and writes the
-    per-chunk ``sum y log mu - log y!`` in ``loglik_X``."""
+    ``Y_DK`` (D, K), adds column totals to ``Y_TVK`` (:func:`lppf._numba.thread_partials`,
+    (n_threads, V, K)) and writes each chunk's ``sum y log mu - log y!`` in ``loglik_X``
+    (:func:`lppf._numba.chunk_partials`)."""
     D, V = Y.shape
     for c in prange(len(seeds)):
         np.random.seed(seeds[c])  # noqa: NPY002 (numba)
@@ -278,15 +280,15 @@ def allocate(state: PMFState, data: FitData, rng: np.random.Generator
     K = state.Theta.shape[1]
     seeds = chunk_seeds(rng, D)
     Y_DK = np.empty((D, K), dtype=np.int64)
-    loglik_X = np.empty(len(seeds))
+    loglik_X = chunk_partials(len(seeds))
     Theta_DK, Phi_VK = _padded(state.Theta), _padded(state.Phi.T)
     with at_most(len(seeds)):
-        Y_TVK = np.zeros((numba.get_num_threads(), V, K), dtype=np.int64)
+        Y_TVK = thread_partials((V, K))
         if state.csr is None:
             allocate_dense(state.Y, data.mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X)
         else:
             allocate_sparse(*state.csr, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X)
-    return Y_DK, Y_TVK.sum(axis=0).T, float(loglik_X.sum())
+    return Y_DK, total(Y_TVK).T, float(total(loglik_X))
 
 
 def update_factors(state: PMFState, Y_DK: np.ndarray, Y_KV: np.ndarray,
