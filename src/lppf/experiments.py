@@ -114,7 +114,7 @@ def run_settings(spec: Mapping[str, Any], inference: str, fix: str = "") -> dict
 
 def run_args(run: Mapping[str, Any], inference: str) -> str:
     """Options of `lppf fit` for the settings given, and only those: an option left out takes
-    its default from :data:`lppf.estimators.DEFAULTS`, the one source of defaults."""
+    its default from :data:`lppf.fitting.DEFAULTS`, the one source of defaults."""
     return " ".join(f"--{key} {run[key]}" for key in RUN_OPTIONS[inference]
                     if run.get(key) is not None)
 

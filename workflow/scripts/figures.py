@@ -8,8 +8,8 @@ import pandas as pd
 import seaborn as sns
 
 from lppf import metrics
-from lppf.estimators import DEFAULTS
 from lppf.experiments import run_settings
+from lppf.fitting import DEFAULTS
 from lppf.io import load_npz
 
 PRIVACY = {"alpha": "alpha", "eps_n": "eps / N", "eps_mean": "eps (N = mean y)",

@@ -7,9 +7,9 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from lppf._numba import threads as numba_threads
+from lppf._progress import progress_bar
 from lppf.cavi._local import LOCALS
 from lppf.cavi.expectations import (
     TINY,
@@ -155,8 +155,8 @@ def fit(model_cls, data: FitData, *, method: str, n_components: int, a0: float, 
     alpha = np.ascontiguousarray(data.alpha, dtype=np.float64)
     mask = model_cls.full_mask(data.mask)
     runs, seconds = [], {"warmup": 0.0, "cavi": 0.0}
-    with numba_threads(threads), tqdm(total=max_iter * restarts, disable=not progress,
-                                      desc=f"cavi {method}", unit="it") as bar:
+    with numba_threads(threads), progress_bar(max_iter * restarts, progress,
+                                              f"cavi {method}") as bar:
         for _ in range(restarts):
             start = time.perf_counter()
             model = model_cls(Y, mask, n_components, a0, b0, data.fix, rng)

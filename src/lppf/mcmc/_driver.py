@@ -11,38 +11,15 @@ posterior means.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
 
+from lppf._progress import progress_bar
 from lppf.diagnostics import chain_diagnostics, diagnostic_cells
 from lppf.results import FitResult
-
-
-class _NoBar:
-    """The progress bar when none is shown."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def update(self, n: int = 1) -> None:
-        pass
-
-
-def progress_bar(total: int, progress: bool, desc: str):
-    """A tqdm bar of ``total`` sweeps on stderr, or a silent stand-in: tqdm is imported only
-    when the bar is shown (start-up of ``lppf fit``)."""
-    if not progress:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, file=sys.stderr, unit="it", desc=desc)
 
 
 class Chain(Protocol):
