@@ -391,9 +391,17 @@ def test_a_cut_tarball_is_an_error_or_complete(d, cut):
 
 
 # -- real processes: signals
+def _default_signals() -> None:
+    """In the child: default SIGINT/SIGHUP handling, which a suite started in the background
+    (``cmd &``) or under ``nohup`` would otherwise pass on as ignored."""
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _lppf(*argv: str, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "lppf", *argv], stderr=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, **kwargs)
+                            stdout=subprocess.PIPE, text=True, preexec_fn=_default_signals,
+                            **kwargs)
 
 
 def test_ctrl_c_is_one_line_and_exit_130(d):
@@ -425,7 +433,8 @@ def test_a_signal_during_a_write_leaves_no_temporary_file(tmp_path, sig):
             "except KeyboardInterrupt:\n"
             "    sys.exit(130)\n")
     result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out.npz")],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=60,
+                            preexec_fn=_default_signals)
     assert result.returncode == 128 + sig if sig != signal.SIGINT else 130, result.stderr
     assert list(tmp_path.iterdir()) == []
 
