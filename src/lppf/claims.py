@@ -13,7 +13,6 @@ A comparison needs at least 2 replicates on each side; with fewer it is NOT RUN.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -161,13 +160,6 @@ def naive_degraded(group, metric, column, level, higher_is_better) -> tuple[bool
     return (None if verdict is None else verdict == PASS), f"nonprivate {clean}"
 
 
-def _levels_at(df: pd.DataFrame, column: str, at: str) -> list[float]:
-    """The privacy levels a claim compares: "noisiest", "quietest" or "every" (noisiest
-    first)."""
-    values = sorted(df[column].dropna().unique(), key=lambda v: -NOISE[column] * v)
-    return {"noisiest": values[:1], "quietest": values[-1:], "every": values}[at]
-
-
 def private_below(fits, exp, source, metric, what, by=("e0", "K"), at="noisiest",
                   methods=PRIVATE, higher_is_better=False, decidable_if_degraded=False,
                   paired=False) -> list[dict]:
@@ -186,12 +178,12 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"), at="noisiest"
     if df.empty or metric not in df or df[metric].isna().all() or levels(df) is None:
         return [not_run(claim, source, exp, f"no {metric} fits in the table")]
     column, noisiest, quietest = levels(df)
+    level = noisiest if at == "noisiest" else quietest
     out = []
-    for (label, group), level in itertools.product(_groups(df, list(by)),
-                                                   _levels_at(df, column, at)):
-        where = "noisiest" if level == noisiest else "quietest" if level == quietest else ""
+    for label, group in _groups(df, list(by)):
         naive = stat(group, "naive", metric, column, level)
-        degraded, clean = naive_degraded(group, metric, column, level, higher_is_better)
+        if decidable_if_degraded:
+            degraded, clean = naive_degraded(group, metric, column, level, higher_is_better)
         for method in present(df, methods):
             mine = stat(group, method, metric, column, level)
             verdict = below(naive, mine) if higher_is_better else below(mine, naive)
@@ -213,8 +205,8 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"), at="noisiest"
                     verdict, why = None, (f"undecidable at this size: naive's {metric} is not "
                                           f"worse than nonprivate's by > {Z:g} SE")
             out.append(row(f"{claim} ({method})", source, exp,
-                           f"{method} vs naive, {column}={level:g} ({where}); {label}"
-                           .replace(" ()", "").rstrip("; "), numbers, criterion, verdict, why))
+                           f"{method} vs naive, {column}={level:g} ({at}); {label}".rstrip("; "),
+                           numbers, criterion, verdict, why))
     return out
 
 
