@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from lppf.diagnostics import _fast_len, ess_bulk, ess_tail, rhat
+from lppf.diagnostics import ess_bulk, ess_tail, rhat
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +57,3 @@ def test_degenerate_draws_agree_with_arviz(az):
             expected = (az.rhat(x), az.ess(x, method="bulk"), az.ess(x, method="tail"))
         np.testing.assert_allclose([rhat(x), ess_bulk(x), ess_tail(x)], expected,
                                    equal_nan=True)
-
-
-def test_fast_len_is_scipys():
-    from scipy.fftpack import next_fast_len
-
-    assert [_fast_len(n) for n in range(1, 3000)] == [next_fast_len(n) for n in range(1, 3000)]

@@ -84,27 +84,13 @@ def _rhat_basic(x_CN: np.ndarray) -> float:
 
 def _autocov(x_CN: np.ndarray) -> np.ndarray:
     """(C, N) autocovariance of every chain at lags 0..N-1 (biased, divided by N), by FFT."""
+    from scipy.fft import next_fast_len
+
     n = x_CN.shape[1]
-    m = _fast_len(2 * n)
+    m = next_fast_len(2 * n, real=True)
     f = np.fft.rfft(x_CN - x_CN.mean(axis=1, keepdims=True), n=m, axis=1)
     f *= np.conjugate(f)
     return np.fft.irfft(f, n=m, axis=1)[:, :n] / n
-
-
-def _fast_len(n: int) -> int:
-    """The smallest 5-smooth integer >= n (an FFT length)."""
-    best = 2 * n
-    p5 = 1
-    while p5 < best:
-        p35 = p5
-        while p35 < best:
-            p = p35
-            while p < n:
-                p *= 2
-            best = min(best, p)
-            p35 *= 3
-        p5 *= 5
-    return best
 
 
 def _ess_basic(x_CN: np.ndarray) -> float:
