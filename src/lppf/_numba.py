@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit, prange
 
 CHUNK = 64  # rows per reseeded chunk; fixed so results do not depend on the thread count
-_LGAMMA = np.array([math.lgamma(y + 1.0) for y in range(256)])  # log y! for small y
+_LGAMMA = np.array([math.lgamma(y + 1.0) for y in range(1024)])  # log y! for small y
 _U64 = np.uint64
 _2M53 = 2.0**-53
 
@@ -165,7 +165,7 @@ def poisson_logpmf(y, mu):
 
 
 @njit(cache=True, inline="always")
-def _at(X, i, j):
+def at(X, i, j):
     """X[i, j] with broadcasting over axes of length 1."""
     return X[i if X.shape[0] > 1 else 0, j if X.shape[1] > 1 else 0]
 
@@ -180,10 +180,10 @@ def _count_loglik_chunks(Y, mu, mask, Ytil, log_alpha, log_norm, out_X):
                 if mask[i, j]:
                     continue
                 y = Y[i, j]
-                acc += poisson_logpmf(y, mu[i, j]) + _at(log_norm, i, j)
+                acc += poisson_logpmf(y, mu[i, j]) + at(log_norm, i, j)
                 tau = abs(Ytil[i, j] - y)
                 if tau != 0:
-                    acc += tau * _at(log_alpha, i, j)
+                    acc += tau * at(log_alpha, i, j)
         out_X[c] = acc
 
 

@@ -26,14 +26,14 @@ import math
 
 import numpy as np
 from numba import njit
-from scipy import special
+
+from lppf._numba import log_factorial
 
 TINY_MASS = 2.0**-53  # relative mass below which a walk stops
 TINY_RATE = 1e-300  # floor for rates that enter a logarithm
 WALK_MAX_STEPS = 1000  # walks longer than this (pmfs wider than ~1e4): Poisson cdfs instead
 WALK_MAX_MODE = 1e15  # modes beyond this (not an exact integer): Poisson cdfs
 _INV = 1.0 / np.arange(1.0, 257.0)  # 1 / (y + 1) for small y: multiplications, no divisions
-_LOG_FACT = special.gammaln(np.arange(1.0, 1025.0))  # ln y! for small y
 _EPS = 1e-16
 _FPMIN = 1e-300
 _MAXIT = 1_000_000
@@ -62,15 +62,9 @@ def mode(t, c_lo, c_hi):
 
 
 @njit(cache=True, inline="always")
-def log_fact(y):
-    """ln y! for an integer y >= 0."""
-    return _LOG_FACT[y] if y < len(_LOG_FACT) else math.lgamma(y + 1.0)
-
-
-@njit(cache=True, inline="always")
 def log_f(y, t, log_mu, log_a):
     """ln f(y) = y ln mu - ln y! + |t - y| ln alpha."""
-    return y * log_mu - log_fact(y) + abs(t - y) * log_a
+    return y * log_mu - log_factorial(y) + abs(t - y) * log_a
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,7 +260,7 @@ def mean_log_z_noisy(t, a, mu, inv_a, log_a):
         inv_mu = 1.0 / mu
         total, first, done = _walk_sums(m, t, c_lo, c_hi, a * inv_mu, inv_a * inv_mu)
         if done and m <= 16 and 1e-15 < mu < 1e15:  # mu^m total within range: one log
-            return m + first / total, (math.log(total * mu**m) - log_fact(m)
+            return m + first / total, (math.log(total * mu**m) - log_factorial(m)
                                        + abs(t - m) * log_a)
         if done:
             return m + first / total, log_f(m, t, math.log(mu), log_a) + math.log(total)

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange
 
 from lppf import conditional
-from lppf._numba import CHUNK, rng_state, uniform
+from lppf._numba import CHUNK, at, rng_state, uniform
 from lppf.distributions import bessel_sample_nb
 
 _SMALL_GAMMA = 16  # integer gamma shapes below this are drawn as sums of exponentials
@@ -29,11 +29,6 @@ _SMALL_BINOMIAL = 16  # binomial sizes below this are drawn as sums of Bernoulli
 
 # one exact draw from P(y | y~, mu), walking out from its mode (lppf.conditional)
 collapsed_count_nb = conditional.sample
-
-
-@njit(cache=True, inline="always")
-def _alpha_at(alpha, i, j):
-    return alpha[i if alpha.shape[0] > 1 else 0, j if alpha.shape[1] > 1 else 0]
 
 
 @njit(cache=True)
@@ -89,7 +84,7 @@ def sample_counts_private(Ytil, alpha, mu, mask, lam_plus, lam_minus, Y_out, see
             for j in range(n_cols):
                 if mask[i, j]:
                     continue
-                a = _alpha_at(alpha, i, j)
+                a = at(alpha, i, j)
                 if a == 0.0:
                     Y_out[i, j] = Ytil[i, j]
                     continue
@@ -110,7 +105,7 @@ def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
             for j in range(n_cols):
                 if mask[i, j]:
                     continue
-                a = _alpha_at(alpha, i, j)
+                a = at(alpha, i, j)
                 if a == 0.0:
                     Y_out[i, j] = Ytil[i, j]
                 else:

@@ -37,6 +37,7 @@ from lppf._numba import (
     chunk_seeds,
     count_loglik,
     gamma_logpdf_sum,
+    log_factorial,
     multinomial,
     n_chunks,
     total,
@@ -178,7 +179,7 @@ def _allocate_chunks(Y_VV, obs_VV, Theta_VC, Q_VCC, seeds, send_VC, recv_XVC, pa
                     continue
                 mu = _allocate_cell(y, Theta_VC[i], Q_VCC[j], send_VC[i], recv_XVC[x, j],
                                     pair_XCC[x], F, N)
-                ll_X[x] += y * math.log(mu) - math.lgamma(y + 1.0)
+                ll_X[x] += y * math.log(mu) - log_factorial(y)
 
 
 def allocate(Y_VV: np.ndarray, obs_VV: np.ndarray, Theta_VC: np.ndarray, Pi_CC: np.ndarray,
