@@ -267,6 +267,6 @@ def test_convergence_reads_the_fit_diagnostics():
 def test_cavi_fit_reports_the_spread_of_its_restarts():
     rng = np.random.default_rng(3)
     truth = synthetic.pmf_truth(rng, 30, 20, 3, 1.0, 1.0)
-    fit = {"mu_hat": truth["mu"], "extra_objective_spread": np.float64(12.5)}
+    fit = {"mu_hat": truth["mu"], "extra_objective": np.array([-30.0, -17.5, -20.0])}
     assert metrics.evaluate_fit("pmf", fit, truth)["objective_spread"] == 12.5
     assert "objective_spread" not in metrics.evaluate_fit("pmf", {"mu_hat": truth["mu"]}, truth)

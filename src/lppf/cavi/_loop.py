@@ -192,7 +192,5 @@ def _result(run: Run, runs: list[Run], mask: np.ndarray, seconds: dict[str, floa
         variational=variational,
         extra={"converged": run.converged, "warmup_iter": warmup,
                "objective": [r.objective for r in runs],  # every restart, to show the spread
-               "objective_spread": (max(r.objective for r in runs)
-                                    - min(r.objective for r in runs)),
                "objective_kind": "elbo" if run.local.has_elbo else "loglik"},
     )
