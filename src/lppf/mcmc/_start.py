@@ -59,7 +59,7 @@ def em_budget(burnin: int) -> tuple[int, int]:
     return min(max(burnin // 2, 1), MAX_PILOT), min(2 * burnin, MAX_REFINE)
 
 
-def _counts(data: FitData, method: str) -> np.ndarray:
+def _counts(data: FitData) -> np.ndarray:
     """The counts the M step fits when nothing is latent (naive: max(y~, 0)), 0 if held out."""
     return np.where(data.mask, 0, np.maximum(data.Y, 0)).astype(np.float64)
 
@@ -73,7 +73,7 @@ def observed_loglik(data: FitData, method: str, mu_DV: np.ndarray) -> tuple[floa
         alpha = np.ascontiguousarray(np.broadcast_to(data.alpha, data.Y.shape), dtype=np.float64)
         Ey, log_z = collapsed_local(data.Y, alpha, mu_DV, data.mask)
         return log_z - float(mu_DV[~data.mask].sum()), Ey
-    Y = _counts(data, method)
+    Y = _counts(data)
     obs = ~data.mask
     return float(np.sum(special.xlogy(Y[obs], mu_DV[obs]) - mu_DV[obs])), Y
 
@@ -165,7 +165,7 @@ def em(data: FitData, method: str, A: np.ndarray, B: np.ndarray, n_steps: int,
 def random_start(data: FitData, n_components: int, rng: np.random.Generator
                  ) -> tuple[np.ndarray, np.ndarray]:
     """The rank-one fit r c / N split at random over the components (fixed factors kept)."""
-    Y = _counts(data, "naive")
+    Y = _counts(data)
     r_D, c_V = Y.sum(axis=1) + 1.0, Y.sum(axis=0) + 1.0
     root = math.sqrt(max(Y.sum(), 1.0))
     K = n_components
@@ -180,7 +180,7 @@ def random_start_community(data: FitData, n_components: int, rng: np.random.Gene
                            ) -> tuple[np.ndarray, np.ndarray]:
     """theta_ic = (r_i + c_i) / sqrt(2 N) g_ic (g ~ Gamma(1, 1)), Pi ~ Gamma(1, 1) / C:
     actor i's expected total about its observed total; fixed factors kept."""
-    Y = _counts(data, "naive")
+    Y = _counts(data)
     t_V = Y.sum(axis=1) + Y.sum(axis=0) + 1.0
     C = n_components
     Theta = (t_V / math.sqrt(2.0 * max(Y.sum(), 1.0)))[:, None] * rng.gamma(1.0, 1.0, (len(t_V), C))
