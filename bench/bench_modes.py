@@ -10,8 +10,9 @@ actors) and, for pmf, every column of
 phi rescaled by Gamma(e0 f0, rate f0) (:func:`lppf.synthetic.rescaled_truth`; pmf: 300 x 150,
 K = 5, e0 = 50, f0 = 0.001, i.e. rescaling shape 0.05; community: V = 130, C = 5, e0 = 0.75,
 f0 = 0.1). ``--case`` seeds the truth and the noise (one data set, as in the default run);
-seed s seeds the chain. Each fit runs the default schedule
-of the offline config (300 iterations, burn-in 100, thin 10). Prints one row per
+seed s seeds the chain. Each fit runs the schedule of the offline config's experiment that
+the case mirrors (``config/config.yaml``: pmf, E2's; community, E1's): iterations, burn-in,
+thin and chains, each overridable. Prints one row per
 (alpha, method) with the KL of every seed, then whether private and private-collapsed beat
 naive in every seed and their worst ratio to the best KL over seeds.
 """
@@ -21,8 +22,10 @@ from __future__ import annotations
 import argparse
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import numpy as np
+import yaml
 
 from lppf import mechanisms, synthetic
 from lppf.mcmc import fit_mcmc
@@ -32,6 +35,15 @@ from lppf.results import FitData
 CASES = {"pmf": {"shape": (300, 150), "K": 5, "e0": 50.0, "f0": 0.001, "scale": 1 / 3},
          "community": {"shape": (130, 130), "K": 5, "e0": 0.75, "f0": 0.1, "scale": 1.0}}
 METHODS = ("naive", "private", "private-collapsed")
+CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
+MIRRORS = {"pmf": "e2", "community": "e1"}  # the offline experiment each case is built like
+
+
+def schedule(model: str) -> dict:
+    """The MCMC settings of the offline config's experiment that ``model``'s case mirrors."""
+    mcmc = yaml.safe_load(CONFIG.read_text())["experiments"][MIRRORS[model]]["mcmc"]
+    return {"iterations": mcmc["iterations"], "burnin": mcmc["burnin"], "thin": mcmc["thin"],
+            "chains": mcmc.get("chains", 1)}
 
 
 def make_case(model: str, seed: int, alpha: float) -> tuple[dict, FitData]:
@@ -71,12 +83,13 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=8, help="chains seeded 0, 1, ...")
     p.add_argument("--alphas", type=float, nargs="+", default=[0.5, 0.9])
     p.add_argument("--methods", nargs="+", default=list(METHODS))
-    p.add_argument("--iterations", type=int, default=300)
-    p.add_argument("--burnin", type=int, default=100)
-    p.add_argument("--thin", type=int, default=10)
-    p.add_argument("--chains", type=int, default=1)
+    for name in ("iterations", "burnin", "thin", "chains"):
+        p.add_argument(f"--{name}", type=int, help="default: the offline config's")
     p.add_argument("--processes", type=int, default=2)
     args = p.parse_args()
+    for name, value in schedule(args.model).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     jobs = [(args.model, args.case, s, a, m, args.iterations, args.burnin, args.thin, args.chains)
             for a in args.alphas for m in args.methods for s in range(args.seeds)]
     kl, seconds = {}, 0.0
