@@ -52,3 +52,34 @@ def test_the_start_has_positive_rates_everywhere(data):
     Theta, Phi, _ = _start.best_start(data, "naive", 4, 20, np.random.default_rng(2))
     assert Theta.min() >= 1e-8 and Phi.min() >= 1e-8
     assert (Theta @ Phi).min() > 0
+
+
+def test_nndsvd_start_is_scikit_learns_nndsvd_with_zeros_lifted(data):
+    """The start is scikit-learn's NNDSVD with entries below NNDSVD_LIFT times the
+    factor's mean lifted to it."""
+    from sklearn.decomposition._nmf import _initialize_nmf
+
+    W, H = _initialize_nmf(_start._counts(data), 4, init="nndsvd")
+    Theta, Phi = _start.nndsvd_start(data, 4)
+    for ours, theirs in ((Theta, W), (Phi, H)):
+        lift = _start.NNDSVD_LIFT * theirs.mean()
+        assert (theirs < lift).any() and (theirs > lift).any()
+        np.testing.assert_allclose(ours, np.maximum(theirs, lift), rtol=1e-9)
+
+
+def test_nndsvd_start_arpack_path_equals_lapack(data, monkeypatch):
+    """Above SVD_DENSE_MAX rows and columns the SVD is ARPACK's; same start (up to its
+    tolerance), reproducibly."""
+    dense = _start.nndsvd_start(data, 4)
+    monkeypatch.setattr(_start, "SVD_DENSE_MAX", 10)
+    sparse = _start.nndsvd_start(data, 4)
+    for a, b in zip(dense, sparse, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8 * a.max())
+    for a, b in zip(sparse, _start.nndsvd_start(data, 4), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_nndsvd_start_only_where_it_is_defined(data):
+    assert _start.nndsvd_start(data, 60) is None  # K >= min(D, V)
+    fixed = FitData(data.Y, data.alpha, data.mask, {"phi": np.ones((4, 60))})
+    assert _start.nndsvd_start(fixed, 4) is None

@@ -23,9 +23,14 @@ or ``prod_dv Pois(y_dv; mu_dv)`` of the fixed counts (``naive``: ``max(y~, 0)``)
   were still thousands of log-likelihood units from their optima, so the pilot ranking
   picked the wrong restart and the chain (which mixes as slowly, and stays near its start
   for the whole run) ended 1.7 times worse in KL than the chains of other seeds;
-* starts: ``theta_dk = r_d / sqrt(N) g_dk``, ``phi_kv = c_v / sqrt(N) h_kv`` with row sums
-  ``r``, column sums ``c``, total ``N`` and ``g ~ Gamma(1, 1/K)``, ``h ~ Gamma(1, 1)``: the
-  rank-one fit ``r c / N`` randomly split over the components.
+* starts: the first restart of a PMF chain is the NNDSVD of ``max(y~, 0)``
+  (:func:`nndsvd_start`); the others ``theta_dk = r_d / sqrt(N) g_dk``,
+  ``phi_kv = c_v / sqrt(N) h_kv`` with row sums ``r``, column sums ``c``, total ``N`` and
+  ``g ~ Gamma(1, 1/K)``, ``h ~ Gamma(1, 1)``: the rank-one fit ``r c / N`` randomly split over
+  the components. On a heavy-tailed E2 data set at alpha 0.9 (e0 = 50) the 16 random
+  restarts ended in modes thousands of log-likelihood units below the best in 7 of 8 seeds
+  (3 of 8 with four times the EM steps); the NNDSVD restart reached the best mode and won
+  the ranking in all 8.
 
 Each restart runs ``pilot`` E steps, the best then ``refine`` more. The Gibbs sampler that
 follows is unchanged: the start only decides which mode burn-in begins in.
@@ -48,6 +53,9 @@ _LOG_CLIP = 700.0
 START_FLOOR = 1e-8  # smallest free factor handed to a chain (mu >= K 1e-16 > 0)
 _TINY = 1e-300
 
+
+NNDSVD_LIFT = 1e-3  # zeros of the NNDSVD start, relative to the factor's mean
+SVD_DENSE_MAX = 1000  # above this many rows and columns the start's SVD is ARPACK's
 
 MAX_PILOT, MAX_REFINE = 50, 100  # caps: a long burn-in is the sampler's job, not EM's
 
@@ -176,6 +184,54 @@ def random_start(data: FitData, n_components: int, rng: np.random.Generator
     return Theta, Phi
 
 
+def _top_svd(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``k`` leading singular triplets (U (D, k), s (k,), Vt (k, V)), largest first.
+
+    LAPACK's full SVD up to ``SVD_DENSE_MAX`` rows or columns, ARPACK beyond (from a fixed
+    starting vector, so that the result is reproducible)."""
+    if min(X.shape) <= SVD_DENSE_MAX:
+        U, s, Vt = np.linalg.svd(X, full_matrices=False)
+        return U[:, :k], s[:k], Vt[:k]
+    from scipy.sparse.linalg import svds
+
+    U, s, Vt = svds(X, k=k, v0=np.ones(min(X.shape)), solver="arpack")
+    order = np.argsort(-s, kind="stable")
+    return U[:, order], s[order], Vt[order]
+
+
+def nndsvd_start(data: FitData, n_components: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Nonnegative double SVD (Boutsidis and Gallopoulos, 2008) of the counts the M step fits
+    when nothing is latent (``max(y~, 0)``): ``Theta_DK, Phi_KV`` from the positive or
+    negative part (whichever carries more) of each leading singular pair; entries below
+    ``NNDSVD_LIFT`` times the factor's mean (zeros among them) are lifted to it, so that the
+    multiplicative updates can move them.
+    None when ``n_components >= min(D, V)`` or a factor is fixed.
+
+    Deterministic, and on heavy-tailed counts it lands in the basin of the best mode where
+    random restarts often do not: the leading singular vectors follow the heavy rows and
+    columns that decide the modes."""
+    Y = _counts(data)
+    K = n_components
+    if data.fix or K >= min(Y.shape) or not Y.any():
+        return None
+    U, s, Vt = _top_svd(Y, K)
+    Theta, Phi = np.zeros((Y.shape[0], K)), np.zeros((K, Y.shape[1]))
+    for k in range(K):
+        x, y = U[:, k], Vt[k]
+        parts = [(np.maximum(x, 0), np.maximum(y, 0)), (np.maximum(-x, 0), np.maximum(-y, 0))]
+        if k == 0:
+            parts = [(np.abs(x), np.abs(y))]
+        norms = [np.linalg.norm(a) * np.linalg.norm(b) for a, b in parts]
+        (a, b), norm = parts[int(np.argmax(norms))], max(norms)
+        if norm > 0:
+            scale = math.sqrt(s[k] * norm) / norm
+            Theta[:, k] = scale * a * np.linalg.norm(b)
+            Phi[k] = scale * b * np.linalg.norm(a)
+    for X in (Theta, Phi):
+        np.maximum(X, NNDSVD_LIFT * max(X.mean(), _TINY), out=X)
+    return Theta, Phi
+
+
 def random_start_community(data: FitData, n_components: int, rng: np.random.Generator
                            ) -> tuple[np.ndarray, np.ndarray]:
     """theta_ic = (r_i + c_i) / sqrt(2 N) g_ic (g ~ Gamma(1, 1)), Pi ~ Gamma(1, 1) / C:
@@ -197,9 +253,10 @@ def best_start(data: FitData, method: str, n_components: int, burnin: int,
     (Theta_DK, Phi_KV), community (Theta_VC, Pi_CC)."""
     pilot, refine = em_budget(burnin)
     draw = random_start if model == "pmf" else random_start_community
+    first = nndsvd_start(data, n_components) if model == "pmf" else None
     best, scores = None, []
-    for _ in range(RESTARTS if len(data.fix) < 2 else 1):
-        A, B = draw(data, n_components, rng)
+    for restart in range(RESTARTS if len(data.fix) < 2 else 1):
+        A, B = first if restart == 0 and first is not None else draw(data, n_components, rng)
         scores.append(em(data, method, A, B, pilot, model))
         if scores[-1] >= max(scores):
             best = A, B
