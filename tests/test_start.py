@@ -83,17 +83,3 @@ def test_nndsvd_start_only_where_it_is_defined(data):
     assert _start.nndsvd_start(data, 60) is None  # K >= min(D, V)
     fixed = FitData(data.Y, data.alpha, data.mask, {"phi": np.ones((4, 60))})
     assert _start.nndsvd_start(fixed, 4) is None
-
-
-def test_the_start_is_the_best_refined_finalist(data, monkeypatch):
-    """Refining the FINALISTS best restarts and keeping the best of them never ends below
-    refining the pilot's best alone (same restarts: refining draws no random numbers), and
-    here ends above it."""
-    def start(finalists):
-        monkeypatch.setattr(_start, "FINALISTS", finalists)
-        A, B, _ = _start.best_start(data, "private", 4, 20, np.random.default_rng(3))
-        return _start.em(data, "private", A, B, 0)
-
-    one, four = start(1), start(4)
-    assert four > one
-    assert start(16) >= four
