@@ -54,7 +54,7 @@ START_FLOOR = 1e-8  # smallest free factor handed to a chain (mu >= K 1e-16 > 0)
 _TINY = 1e-300
 
 
-NNDSVD_LIFT = 1e-3  # zeros of the NNDSVD start, relative to the factor's mean
+NNDSVD_LIFT = 1e-3  # floor of the NNDSVD start's entries, relative to the factor's mean
 SVD_DENSE_MAX = 1000  # above this many rows and columns the start's SVD is ARPACK's
 
 MAX_PILOT, MAX_REFINE = 50, 100  # caps: a long burn-in is the sampler's job, not EM's
