@@ -223,15 +223,13 @@ def nndsvd_start(data: FitData, n_components: int) -> tuple[np.ndarray, np.ndarr
     Theta, Phi = np.zeros((Y.shape[0], K)), np.zeros((K, Y.shape[1]))
     for k in range(K):
         x, y = U[:, k], Vt[k]
-        parts = [(np.maximum(x, 0), np.maximum(y, 0)), (np.maximum(-x, 0), np.maximum(-y, 0))]
-        if k == 0:
-            parts = [(np.abs(x), np.abs(y))]
-        norms = [np.linalg.norm(a) * np.linalg.norm(b) for a, b in parts]
-        (a, b), norm = parts[int(np.argmax(norms))], max(norms)
-        if norm > 0:
-            scale = math.sqrt(s[k] * norm) / norm
-            Theta[:, k] = scale * a * np.linalg.norm(b)
-            Phi[k] = scale * b * np.linalg.norm(a)
+        parts = ([(np.abs(x), np.abs(y))] if k == 0 else  # the leading pair has one sign
+                 [(np.maximum(x, 0), np.maximum(y, 0)), (np.maximum(-x, 0), np.maximum(-y, 0))])
+        a, b = max(parts, key=lambda p: np.linalg.norm(p[0]) * np.linalg.norm(p[1]))
+        na, nb = np.linalg.norm(a), np.linalg.norm(b)
+        if na * nb > 0:
+            scale = math.sqrt(s[k] * na * nb)
+            Theta[:, k], Phi[k] = scale * a / na, scale * b / nb
     for X in (Theta, Phi):
         np.maximum(X, NNDSVD_LIFT * max(X.mean(), _TINY), out=X)
     return Theta, Phi
