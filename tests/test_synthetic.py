@@ -102,13 +102,34 @@ def test_mean_precision_alpha_and_top_actor_mask():
     Y = np.array([[0, 4, 0], [2, 0, 1], [0, 0, 0]])
     np.testing.assert_allclose(synthetic.mean_precision_alpha(Y, 1.0), [[np.exp(-1.0 / (7 / 9))]])
     # top sender: actor 0 (sent 4); top recipient: actor 1 (received 4)
-    mask = synthetic.top_actor_mask(Y, 1)
-    np.testing.assert_array_equal(mask, [[False, True, False], [False, False, False],
-                                         [False, False, False]])
-    # senders {0, 1} x recipients {1, 0}, diagonal excluded; actors keep their other cells
-    mask = synthetic.top_actor_mask(Y, 2)
-    np.testing.assert_array_equal(mask, [[False, True, False], [True, False, False],
-                                         [False, False, False]])
+    rng = np.random.default_rng(0)
+    mask = synthetic.top_actor_mask(Y, 1, 1.0, rng)  # all of their cells: row 0 and column 1
+    np.testing.assert_array_equal(mask, [[False, True, True], [False, False, False],
+                                         [False, True, False]])
+    # senders {0, 1}, recipients {1, 0}: rows 0, 1 and columns 0, 1 cover every off-diagonal cell
+    mask = synthetic.top_actor_mask(Y, 2, 1.0, rng)
+    np.testing.assert_array_equal(mask, [[False, True, True], [True, False, True],
+                                         [True, True, False]])
+    with pytest.raises(ValueError, match="fraction"):
+        synthetic.top_actor_mask(Y, 1, 0.0, rng)
+
+
+def test_top_actor_mask_holds_out_a_random_share_of_the_top_actors_cells():
+    rng = np.random.default_rng(3)
+    Y = rng.poisson(rng.gamma(0.3, 3.0, (60, 1)) * rng.gamma(0.3, 3.0, (1, 60)))
+    mask = synthetic.top_actor_mask(Y, 10, 0.5, np.random.default_rng(1))
+    involved = synthetic.top_actor_mask(Y, 10, 1.0, np.random.default_rng(1))
+    assert not (mask & ~involved).any() and not np.diag(mask).any()
+    # each involved cell held out with probability 0.5: binomial, sd sqrt(n / 4)
+    n = int(involved.sum())
+    assert abs(mask.sum() - n / 2) < 4 * np.sqrt(n / 4)
+    # every top actor keeps observed cells in its row and column
+    top = np.argsort(-Y.sum(axis=1), kind="stable")[:10]
+    assert ((involved & ~mask)[top].sum(axis=1) > 0).all()
+    np.testing.assert_array_equal(
+        mask, synthetic.top_actor_mask(Y, 10, 0.5, np.random.default_rng(1)))
+    assert not np.array_equal(mask, synthetic.top_actor_mask(Y, 10, 0.5,
+                                                             np.random.default_rng(2)))
 
 
 def test_simulate_cli_writes_truth_alpha_and_mask(tmp_path, capsys):
@@ -127,9 +148,11 @@ def test_simulate_cli_writes_truth_alpha_and_mask(tmp_path, capsys):
     main(["simulate", "noise-level", str(truth), str(alpha), "--beta-mean", "0.5", "--seed", "1"])
     assert np.load(alpha).shape == (8, 1)
     mask = tmp_path / "mask.npy"
-    assert main(["simulate", "mask", str(truth), str(mask), "--top", "2"]) == 0
-    assert np.load(mask).dtype == bool and 2 <= np.load(mask).sum() <= 2 * 2
-    np.testing.assert_array_equal(np.load(mask), synthetic.top_actor_mask(data["Y"], 2))
+    assert main(["simulate", "mask", str(truth), str(mask), "--top", "2", "--fraction", "0.5",
+                 "--seed", "3"]) == 0
+    assert np.load(mask).dtype == bool
+    np.testing.assert_array_equal(
+        np.load(mask), synthetic.top_actor_mask(data["Y"], 2, 0.5, np.random.default_rng(3)))
     factor = tmp_path / "pi.npy"
     assert main(["simulate", "factor", str(truth), str(factor), "pi"]) == 0
     np.testing.assert_array_equal(np.load(factor), data["pi"])

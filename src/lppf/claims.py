@@ -266,7 +266,7 @@ def heldout_informative(fits, exp="e4", source=S004) -> list[dict]:
     for label, group in _groups(df, ["K"]):
         fit = stat(group, "nonprivate", "heldout_mae")
         base = stat(group, "nonprivate", "heldout_baseline_mae")
-        out.append(row(claim, source, exp, f"nonprivate, held-out block; {label}".rstrip("; "),
+        out.append(row(claim, source, exp, f"nonprivate, held-out cells; {label}".rstrip("; "),
                        f"held-out MAE {fit} vs mean-count baseline {base}",
                        f"heldout_mae < heldout_baseline_mae by > {Z:g} SE", below(fit, base)))
     return out
@@ -354,7 +354,7 @@ CLAIMS: dict[str, Callable[[pd.DataFrame], list[dict]]] = {
 
 
 def _setting(fits: pd.DataFrame, exp: str, heldout: bool) -> pd.DataFrame:
-    """E4's fits with (or without) a held-out block."""
+    """E4's fits with (or without) held-out cells."""
     if "heldout" not in fits:
         return fits.iloc[:0] if heldout else fits
     held = fits["heldout"].fillna(0) > 0

@@ -1,6 +1,6 @@
 """The reproduction's experiment grid, as pure functions of the workflow's config.
 
-An experiment crosses truth settings (``e0`` values x held-out block sizes), privacy grid
+An experiment crosses truth settings (``e0`` values x held-out settings), privacy grid
 points, replicates, methods, inference algorithms, numbers of components and fixed-truth
 diagnostics; every fit is a dict of the workflow's wildcards. The same module checks the
 config's cross-field rules (what a JSON schema cannot say) before any job runs.
@@ -170,7 +170,7 @@ def check_config(config: Mapping[str, Any], experiments: list[str] | None = None
                 raise ConfigError(f"{where}.truth.dataset: {name!r} is not in enron.datasets "
                                   f"({', '.join(datasets) or 'none defined'})")
         if max(spec["heldout"]) and spec["model"] != "community":
-            raise ConfigError(f"{where}.heldout: held-out blocks need model community")
+            raise ConfigError(f"{where}.heldout: held-out actors need model community")
         for inference in ("mcmc", "cavi"):
             _check_run(f"{where}.{inference}", spec.get(inference), inference)
         _check_run(f"{where}.fixed_mcmc", spec.get("fixed_mcmc"), "mcmc")

@@ -120,14 +120,19 @@ def mean_precision_alpha(Y: np.ndarray, epsilon: float) -> np.ndarray:
     return np.full((1, 1), np.exp(-epsilon / N))
 
 
-def top_actor_mask(Y_VV: np.ndarray, n_top: int) -> np.ndarray:
-    """Held-out mask (E4, missing-link prediction): the block of the ``n_top`` largest senders
-    (row totals) x the ``n_top`` largest recipients (column totals), diagonal excluded; shape
-    (V, V), True = held out. Those actors keep all their other interactions, so a method can
-    predict the held-out links from what it learned about them elsewhere."""
+def top_actor_mask(Y_VV: np.ndarray, n_top: int, fraction: float,
+                   rng: np.random.Generator) -> np.ndarray:
+    """Held-out mask (E4, missing-link prediction), shape (V, V), True = held out: each cell
+    in the row of one of the ``n_top`` largest senders (row totals) or the column of one of
+    the ``n_top`` largest recipients (column totals), diagonal excluded, independently with
+    probability ``fraction``. ``fraction = 1`` holds out all of those actors' cells (they keep
+    no data); below 1 they keep the rest of their interactions to learn from."""
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
     senders = np.argsort(-Y_VV.sum(axis=1), kind="stable")[:n_top]
     recipients = np.argsort(-Y_VV.sum(axis=0), kind="stable")[:n_top]
-    mask = np.zeros(Y_VV.shape, dtype=bool)
-    mask[np.ix_(senders, recipients)] = True
-    np.fill_diagonal(mask, False)
-    return mask
+    involved = np.zeros(Y_VV.shape, dtype=bool)
+    involved[senders, :] = True
+    involved[:, recipients] = True
+    np.fill_diagonal(involved, False)
+    return involved & (rng.random(Y_VV.shape) < fraction)

@@ -58,8 +58,11 @@ rule heldout_mask:
         runtime=5,
     params:
         top=lambda w: settings(w.exp)[w.setting]["heldout"],
+        fraction=lambda w: config["experiments"][w.exp]["heldout_fraction"],
+        seed=lambda w: seed(w.exp, w.setting, w.rep, "mask"),
     shell:
-        "lppf simulate mask {input} {output} --top {params.top} > {log} 2>&1"
+        "lppf simulate mask {input} {output} --top {params.top} --fraction {params.fraction}"
+        " --seed {params.seed} > {log} 2>&1"
 
 
 rule noise_level:

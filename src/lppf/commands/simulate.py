@@ -112,7 +112,7 @@ def _mask(args) -> int:
     if Y.shape[0] != Y.shape[1]:
         raise InputError(f"{args.truth}: Y: a mask of top actors needs a square matrix, "
                          f"got shape {Y.shape}")
-    mask = synthetic.top_actor_mask(Y, args.top)
+    mask = synthetic.top_actor_mask(Y, args.top, args.fraction, _rng(args))
     save_npy(args.output, mask)
     print(f"{args.output}: {mask.sum()} of {mask.size} cells held out")
     return 0
@@ -178,9 +178,11 @@ def register(subparsers) -> None:
     g.add_argument("--epsilon", type=pos_float, help="alpha = exp(-eps / mean(y))")
     q.add_argument("--concentration", type=pos_float, default=10.0, help="c (default 10)")
 
-    q = add("mask", _mask, "hold out every cell of the top senders/recipients (.npy)",
+    q = add("mask", _mask, "hold out cells of the top senders/recipients at random (.npy)",
             source=TRUTH)
     q.add_argument("--top", type=pos_int, required=True)
+    q.add_argument("--fraction", type=_types.fraction, default=0.5,
+                   help="share of their cells held out, 1 = all (default 0.5)")
 
     q = add("factor", _factor, "copy one array of a truth file to .npy (e.g. for --fix-phi)",
             source=TRUTH)

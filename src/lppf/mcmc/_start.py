@@ -32,7 +32,9 @@ or ``prod_dv Pois(y_dv; mu_dv)`` of the fixed counts (``naive``: ``max(y~, 0)``)
   (3 of 8 with four times the EM steps); the NNDSVD restart reached the best mode and won
   the ranking in all 8.
 
-Each restart runs ``pilot`` E steps, the best then ``refine`` more. The Gibbs sampler that
+The restarts share ``RESTARTS x pilot`` E steps by successive halving (:func:`best_start`):
+all run a few steps, the better half runs more, and so on, so that the later steps go to the
+restarts still in contention; the last one left runs ``refine`` more. The Gibbs sampler that
 follows is unchanged: the start only decides which mode burn-in begins in.
 """
 
@@ -252,21 +254,33 @@ def random_start_community(data: FitData, n_components: int, rng: np.random.Gene
 def best_start(data: FitData, method: str, n_components: int, burnin: int,
                rng: np.random.Generator, model: str = "pmf"
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(A, B, observed log likelihood of every restart after its pilot steps): pmf
-    (Theta_DK, Phi_KV), community (Theta_VC, Pi_CC)."""
+    """(A, B, observed log likelihood of every restart after its first round): pmf
+    (Theta_DK, Phi_KV), community (Theta_VC, Pi_CC).
+
+    The restarts are ranked by successive halving: each takes ``s = 2 pilot // 5`` EM steps,
+    the better half ``s`` more, the better half of those ``2 s``, then ``4 s``, ...,
+    until one is left (as many steps in all as ``pilot`` steps for each restart); that one
+    takes ``refine`` more. A restart that ranks first after a few steps is often not the one
+    that ends best; halving spends the later steps on the few still in contention."""
     pilot, refine = em_budget(burnin)
     draw = random_start if model == "pmf" else random_start_community
     first = nndsvd_start(data, n_components) if model == "pmf" else None
-    best, scores = None, []
-    for restart in range(RESTARTS if len(data.fix) < 2 else 1):
-        A, B = first if restart == 0 and first is not None else draw(data, n_components, rng)
-        scores.append(em(data, method, A, B, pilot, model))
-        if scores[-1] >= max(scores):
-            best = A, B
-    A, B = best
+    runs = [first if restart == 0 and first is not None else draw(data, n_components, rng)
+            for restart in range(RESTARTS if len(data.fix) < 2 else 1)]
+    steps = max(2 * pilot // 5, 1)
+    scores = first_round = np.array([em(data, method, A, B, steps, model) for A, B in runs])
+    n_runs = len(runs)
+    while len(runs) > 1:
+        runs = [runs[i] for i in np.argsort(-scores, kind="stable")[:len(runs) // 2]]
+        if len(runs) == 1:
+            break
+        if len(runs) < n_runs // 2:
+            steps *= 2
+        scores = np.array([em(data, method, A, B, steps, model) for A, B in runs])
+    A, B = runs[0]
     em(data, method, A, B, refine, model)
     names = ("theta", "phi") if model == "pmf" else ("theta", "pi")
     for name, X in zip(names, (A, B), strict=True):
         if name not in data.fix:  # EM drives unused rates to 0; the count sampler needs mu > 0
             np.maximum(X, START_FLOOR, out=X)
-    return A, B, np.array(scores)
+    return A, B, first_round
