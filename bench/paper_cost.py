@@ -1,10 +1,13 @@
 """Estimate the core-hours of a workflow configuration (default: config/paper.yaml).
 
-Lists the fit jobs of a Snakemake dry run, measures seconds per iteration (one thread) of
-each distinct (data shape, model, K, method, inference) on synthetic counts of that shape,
-and prints core-hours per experiment: measured seconds per iteration x iterations. Data
-shapes of the Enron matrices are those of the papers (overridable); fits dominate the cost,
-the other jobs (preprocessing, evaluation, figures) are counted at a few seconds each.
+Lists the fit jobs of a Snakemake dry run, measures on one thread, for each distinct (data
+shape, model, K, method, inference) on synthetic counts of that shape, the seconds of one
+iteration (Gibbs sweep or CAVI update) and of one EM step of an MCMC chain's start
+(:mod:`lppf.mcmc._start`), and prints core-hours per experiment: per chain, iterations x
+seconds per iteration + the start's EM steps (``RESTARTS x pilot + refine`` for the job's
+burn-in) x seconds per EM step. Data shapes of the Enron matrices are those of the papers
+(overridable); fits dominate the cost, the other jobs (preprocessing, evaluation, figures)
+are counted at a few seconds each.
 
     python bench/paper_cost.py [--configfile config/paper.yaml] [--iterations 3]
     python bench/paper_cost.py --configfile config/design.yaml --shape e1=120x120 ...
@@ -21,56 +24,93 @@ import re
 import subprocess
 import sys
 import time
-from collections import Counter
 
+import numba
 import numpy as np
 import pandas as pd
 
 from lppf.estimators import CommunityModel, PoissonMF
+from lppf.fitting import DEFAULTS
+from lppf.mcmc import _start
 from lppf.mechanisms import privatize
+from lppf.validation import fit_data
 
 FIT = re.compile(r"lppf fit \S+ results/\S*?/(?P<exp>[a-z0-9]+)/fits/\S+ --model (?P<model>\S+)"
                  r" --method (?P<method>\S+) --inference (?P<inference>\S+) --components "
-                 r"(?P<K>\d+).*?--iterations (?P<iterations>\d+)")
+                 r"(?P<K>\d+)(?P<options>[^\n]*)")
+OPTION = {"iterations": re.compile(r"--iterations (\d+)"), "burnin": re.compile(r"--burnin (\d+)"),
+          "chains": re.compile(r"--chains (\d+)")}
 SHAPES = {"s1": (50, 50), "s2": (90, 15), "s3": (20, 20), "e1": (161, 161), "e2": (1000, 1400),
           "e3": (5000, 3000), "e4": (161, 161), "v1": (1000, 1000)}
 OTHER_JOB_SECONDS = 5.0
 
 
 def dry_run(configfile: str) -> tuple[pd.DataFrame, int]:
-    """Fit jobs of the dry run (one row each) and the total number of jobs."""
+    """Fit jobs of the dry run (one row each: exp, model, method, inference, K, iterations,
+    burnin, chains; options a job leaves out take lppf fit's defaults) and the number of jobs."""
     out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--configfile",
                           configfile], capture_output=True, text=True, check=True).stdout
-    fits = pd.DataFrame([m.groupdict() for m in FIT.finditer(out)])
-    fits[["K", "iterations"]] = fits[["K", "iterations"]].astype(int)
+    rows = []
+    for m in FIT.finditer(out):
+        row = m.groupdict()
+        options = row.pop("options")
+        for key, default in (("iterations", DEFAULTS["max_iter"]),
+                             ("burnin", DEFAULTS["burnin"]), ("chains", DEFAULTS["n_chains"])):
+            found = OPTION[key].search(options)
+            row[key] = int(found.group(1)) if found else int(default)
+        rows.append(row)
+    fits = pd.DataFrame(rows)
+    fits["K"] = fits["K"].astype(int)
     total = int(re.search(r"^total\s+(\d+)", out, re.MULTILINE).group(1))
     return fits, total
 
 
-def seconds_per_iteration(shape, model, K, method, inference, iterations, seed=0):
-    """Wall seconds per iteration on one thread, synthetic counts with mean about 2: the slope
-    between fits of ``iterations`` and ``3 * iterations`` iterations, so that per-fit set-up
-    (initialization, outputs) does not count."""
+def _data(shape, model, K, method, seed):
+    """Synthetic counts of ``shape`` with mean about 2, privatized at alpha 0.5 (private and
+    naive methods)."""
     rng = np.random.default_rng(seed)
     rows, cols = shape
     Theta = rng.gamma(1.0, np.sqrt(2.0 / K), (rows, K))
     Phi = rng.gamma(1.0, np.sqrt(2.0 / K), (K, cols))
     Y = rng.poisson(Theta @ Phi)
-    data = Y if method == "nonprivate" else privatize(Y, 0.5, rng=seed)
-    alpha = None if method == "nonprivate" else 0.5
+    return (Y, None) if method == "nonprivate" else (privatize(Y, 0.5, rng=seed), 0.5)
+
+
+def seconds_per_iteration(shape, model, K, method, inference, iterations, seed=0):
+    """Wall seconds per Gibbs sweep or CAVI update on one thread: the slope between fits of
+    ``iterations`` and ``3 * iterations`` iterations, so that per-fit set-up does not count
+    (MCMC: one EM restart, measured apart by :func:`seconds_per_em_step`)."""
+    Y, alpha = _data(shape, model, K, method, seed)
     cls = CommunityModel if model == "community" else PoissonMF
 
     def seconds(n):
-        # one saved sample and no naive warm-up (burnin 1): the cost of the sweeps
         kwargs = {"max_iter": n, "tol": 0.0} if inference == "cavi" else {
             "max_iter": n, "burnin": 1, "thin": n - 1}
         est = cls(K, method=method, inference=inference, random_state=seed, threads=1, **kwargs)
         start = time.perf_counter()
-        est.fit(data, alpha=alpha)
+        est.fit(Y, alpha=alpha)
         return time.perf_counter() - start
 
-    seconds(iterations)  # compile
-    return max(seconds(3 * iterations) - seconds(iterations), 0.0) / (2 * iterations)
+    restarts, _start.RESTARTS = _start.RESTARTS, 1  # the start is timed on its own
+    try:
+        seconds(iterations)  # compile
+        return max(seconds(3 * iterations) - seconds(iterations), 0.0) / (2 * iterations)
+    finally:
+        _start.RESTARTS = restarts
+
+
+def seconds_per_em_step(shape, model, K, method, steps, seed=0):
+    """Wall seconds of one EM step of an MCMC chain's start (E step over every cell, INNER
+    multiplicative M-step updates, the over-relaxation's check), one thread."""
+    Y, alpha = _data(shape, model, K, method, seed)
+    data = fit_data(model, method, Y, alpha, None, n_components=K)
+    rng = np.random.default_rng(seed)
+    draw = _start.random_start if model == "pmf" else _start.random_start_community
+    A, B = draw(data, K, rng)
+    _start.em(data, method, A, B, 1, model)  # compile
+    start = time.perf_counter()
+    _start.em(data, method, A, B, steps, model)
+    return (time.perf_counter() - start) / steps
 
 
 def main() -> None:
@@ -80,27 +120,45 @@ def main() -> None:
     parser.add_argument("--shape", action="append", default=[], metavar="EXP=ROWSxCOLS")
     parser.add_argument("--other-job-seconds", type=float, default=OTHER_JOB_SECONDS)
     args = parser.parse_args()
+    numba.set_num_threads(1)
     shapes = dict(SHAPES)
     for text in args.shape:
         exp, _, size = text.partition("=")
         shapes[exp] = tuple(int(n) for n in size.split("x"))
     fits, n_jobs = dry_run(args.configfile)
     keys = ["exp", "model", "K", "method", "inference"]
-    rates = {}
+    sweep, em_step = {}, {}
     for key, _ in fits.groupby(keys):
         exp, model, K, method, inference = key
-        shape = shapes[exp]
-        rates[key] = seconds_per_iteration(shape, model, K, method, inference, args.iterations)
-    fits["core_hours"] = [rates[tuple(r[k] for k in keys)] * r["iterations"] / 3600
-                          for _, r in fits.iterrows()]
+        sweep[key] = seconds_per_iteration(shapes[exp], model, K, method, inference,
+                                           args.iterations)
+        em_step[key] = (seconds_per_em_step(shapes[exp], model, K, method, args.iterations)
+                        if inference == "mcmc" else 0.0)
+    fits["sweep_hours"] = [sweep[tuple(r[k] for k in keys)] * r["iterations"] * r["chains"]
+                           / 3600 for _, r in fits.iterrows()]
+    fits["start_hours"] = [em_step[tuple(r[k] for k in keys)] * r["chains"]
+                           * _em_steps(r["burnin"]) / 3600 for _, r in fits.iterrows()]
+    fits["core_hours"] = fits["sweep_hours"] + fits["start_hours"]
     table = fits.groupby("exp").agg(fits=("core_hours", "size"),
+                                    sweeps=("sweep_hours", "sum"),
+                                    starts=("start_hours", "sum"),
                                     core_hours=("core_hours", "sum"))
     # every job, fits included, pays the start-up of one lppf process
     other = n_jobs * args.other_job_seconds / 3600
-    print(table.round(1).to_string())
+    print(table.round(2).to_string())
     print(f"fit jobs: {len(fits)}, all jobs: {n_jobs}; fits: {table.core_hours.sum():.2f} "
-          f"core-hours, start-up and other jobs: about {other:.1f} core-hours")
-    print(Counter(fits["method"]))
+          f"core-hours ({table.starts.sum():.2f} of them EM starts), start-up and other "
+          f"jobs: about {other:.1f} core-hours")
+    print("seconds per iteration / per EM step, one thread:")
+    for key in sweep:
+        print(f"  {' '.join(map(str, key))} {shapes[key[0]][0]}x{shapes[key[0]][1]}: "
+              f"{sweep[key]:.4f} / {em_step[key]:.4f}")
+
+
+def _em_steps(burnin: int) -> int:
+    """EM steps of one chain's start for this burn-in (:func:`lppf.mcmc._start.best_start`)."""
+    pilot, refine = _start.em_budget(int(burnin))
+    return _start.RESTARTS * pilot + refine
 
 
 if __name__ == "__main__":

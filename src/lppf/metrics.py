@@ -22,8 +22,7 @@ import math
 import os
 
 import numpy as np
-import pandas as pd
-from scipy import optimize, special
+from scipy import special
 
 from lppf import conditional
 
@@ -120,8 +119,10 @@ def align_topics(Phi_hat_KV: np.ndarray, Phi_true_KV: np.ndarray) -> np.ndarray:
     def normalized(P):
         return P / np.maximum(P.sum(axis=1, keepdims=True), np.finfo(float).tiny)
 
+    from scipy.optimize import linear_sum_assignment  # only S2 aligns topics: imported there
+
     cost = np.abs(normalized(Phi_true_KV)[:, None, :] - normalized(Phi_hat_KV)[None]).sum(-1)
-    return optimize.linear_sum_assignment(cost)[1]  # row indices come back sorted
+    return linear_sum_assignment(cost)[1]  # row indices come back sorted
 
 
 def max_joint_phi(fit) -> np.ndarray:
@@ -215,6 +216,8 @@ def rate_samples(model: str, samples: dict[str, np.ndarray], rows: np.ndarray,
 
 def benchmark_seconds(path: str | os.PathLike[str]) -> float:
     """Wall-clock seconds in a Snakemake benchmark file (mean over its repeats)."""
+    import pandas as pd  # only V1's evaluations read a benchmark: imported there
+
     return float(pd.read_csv(path, sep="\t")["s"].mean())
 
 
