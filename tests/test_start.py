@@ -83,3 +83,35 @@ def test_nndsvd_start_only_where_it_is_defined(data):
     assert _start.nndsvd_start(data, 60) is None  # K >= min(D, V)
     fixed = FitData(data.Y, data.alpha, data.mask, {"phi": np.ones((4, 60))})
     assert _start.nndsvd_start(fixed, 4) is None
+
+
+def test_successive_halving_spends_the_pilot_budget_on_the_restarts_still_in_contention(
+        data, monkeypatch):
+    """A fake EM whose score depends on the restart and its steps so far: restart 3 leads
+    after the first round and then stalls, restart 9 climbs past it. Halving keeps 9 (one
+    ranking after the first round would keep 3) and spends RESTARTS x pilot steps, then
+    refine on the survivor."""
+    steps_of, calls = {}, []
+
+    def fake_em(data, method, A, B, n, model="pmf"):
+        key = int(A[0, 0] * 1e6)  # the restart's identity, set below
+        steps_of[key] = steps_of.get(key, 0) + n
+        calls.append((key, n))
+        t = steps_of[key]
+        return {3: 100.0 + min(t, 20), 9: 50.0 + t}.get(key, float(key))
+
+    counter = iter(range(100))
+
+    def draw(data, K, rng):
+        i = next(counter)
+        return np.full((data.Y.shape[0], K), i / 1e6 + 1e-9), np.ones((K, data.Y.shape[1]))
+
+    monkeypatch.setattr(_start, "em", fake_em)
+    monkeypatch.setattr(_start, "random_start", draw)
+    monkeypatch.setattr(_start, "nndsvd_start", lambda data, K: None)
+    A, _, first_round = _start.best_start(data, "private", 4, 100, np.random.default_rng(0))
+    pilot, refine = _start.em_budget(100)
+    assert int(A[0, 0] * 1e6) == 9
+    assert first_round.shape == (_start.RESTARTS,) and np.argmax(first_round) == 3
+    assert sum(n for _, n in calls[:-1]) == _start.RESTARTS * pilot
+    assert calls[-1] == (9, refine)
