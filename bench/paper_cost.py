@@ -113,6 +113,12 @@ def seconds_per_em_step(shape, model, K, method, steps, seed=0):
     return (time.perf_counter() - start) / steps
 
 
+def _em_steps(burnin: int) -> int:
+    """EM steps of one chain's start for this burn-in (:func:`lppf.mcmc._start.best_start`)."""
+    pilot, refine = _start.em_budget(int(burnin))
+    return _start.RESTARTS * pilot + refine
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configfile", default="config/paper.yaml")
@@ -153,12 +159,6 @@ def main() -> None:
     for key in sweep:
         print(f"  {' '.join(map(str, key))} {shapes[key[0]][0]}x{shapes[key[0]][1]}: "
               f"{sweep[key]:.4f} / {em_step[key]:.4f}")
-
-
-def _em_steps(burnin: int) -> int:
-    """EM steps of one chain's start for this burn-in (:func:`lppf.mcmc._start.best_start`)."""
-    pilot, refine = _start.em_budget(int(burnin))
-    return _start.RESTARTS * pilot + refine
 
 
 if __name__ == "__main__":

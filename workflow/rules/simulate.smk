@@ -58,7 +58,7 @@ rule heldout_mask:
         runtime=5,
     params:
         top=lambda w: settings(w.exp)[w.setting]["heldout"],
-        fraction=lambda w: config["experiments"][w.exp]["heldout_fraction"],
+        fraction=lambda w: EXPERIMENTS[w.exp]["heldout_fraction"],
         seed=lambda w: seed(w.exp, w.setting, w.rep, "mask"),
     shell:
         "lppf simulate mask {input} {output} --top {params.top} --fraction {params.fraction}"
