@@ -334,14 +334,6 @@ CLAIMS: dict[str, Callable[[pd.DataFrame], list[dict]]] = {
     "e3_umass": lambda f: private_below(f, "e3", f"{S004}, fig. 3", "umass", "UMass",
                                         by=("K",), higher_is_better=True,
                                         decidable_if_degraded=True),
-    # the figure shows coherence at every level: also at the quietest one, where a small
-    # corpus still has topics to find under the noise
-    "e3_npmi_quiet": lambda f: private_below(f, "e3", f"{S004}, fig. 3", "npmi",
-                                             "NPMI at low noise", by=("K",), at="quietest",
-                                             higher_is_better=True, decidable_if_degraded=True),
-    "e3_umass_quiet": lambda f: private_below(f, "e3", f"{S004}, fig. 3", "umass",
-                                              "UMass at low noise", by=("K",), at="quietest",
-                                              higher_is_better=True, decidable_if_degraded=True),
     "e4_mae": lambda f: private_below(_setting(f, "e4", heldout=False), "e4", S004, "mae_y",
                                       "MAE", by=("K",)),
     "e4_heldout": lambda f: private_below(_setting(f, "e4", heldout=True), "e4", S004,
