@@ -160,7 +160,7 @@ def naive_degraded(group, metric, column, level, higher_is_better) -> tuple[bool
     return (None if verdict is None else verdict == PASS), f"nonprivate {clean}"
 
 
-def private_below(fits, exp, source, metric, what, by=("e0", "K"), at="noisiest",
+def private_below(fits, exp, source, metric, what, by=("e0", "K"),
                   methods=PRIVATE, higher_is_better=False, decidable_if_degraded=False,
                   paired=False) -> list[dict]:
     """Each private method below (or above) naive in ``metric`` at the noisiest level.
@@ -177,8 +177,7 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"), at="noisiest"
     claim = f"{exp.upper()}: private {what} {'above' if higher_is_better else 'below'} naive"
     if df.empty or metric not in df or df[metric].isna().all() or levels(df) is None:
         return [not_run(claim, source, exp, f"no {metric} fits in the table")]
-    column, noisiest, quietest = levels(df)
-    level = noisiest if at == "noisiest" else quietest
+    column, level, _ = levels(df)
     out = []
     for label, group in _groups(df, list(by)):
         naive = stat(group, "naive", metric, column, level)
@@ -205,7 +204,7 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"), at="noisiest"
                     verdict, why = None, (f"undecidable at this size: naive's {metric} is not "
                                           f"worse than nonprivate's by > {Z:g} SE")
             out.append(row(f"{claim} ({method})", source, exp,
-                           f"{method} vs naive, {column}={level:g} ({at}); {label}".rstrip("; "),
+                           f"{method} vs naive, {column}={level:g} (noisiest); {label}".rstrip("; "),
                            numbers, criterion, verdict, why))
     return out
 
