@@ -203,8 +203,8 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"),
                 if verdict is not None and not degraded and worse != PASS:
                     verdict, why = None, (f"undecidable at this size: naive's {metric} is not "
                                           f"worse than nonprivate's by > {Z:g} SE")
-            out.append(row(f"{claim} ({method})", source, exp,
-                           f"{method} vs naive, {column}={level:g} (noisiest); {label}".rstrip("; "),
+            compared = f"{method} vs naive, {column}={level:g} (noisiest); {label}"
+            out.append(row(f"{claim} ({method})", source, exp, compared.rstrip("; "),
                            numbers, criterion, verdict, why))
     return out
 
