@@ -12,7 +12,7 @@ burn-in.
 
 :func:`rhat`, :func:`ess_bulk` and :func:`ess_tail` are ArviZ 0.x's ``rhat`` (method "rank")
 and ``ess`` (methods "bulk" and "tail") of Vehtari et al. (2021), "Rank-normalization,
-folding, and localization: an improved R-hat", ported to numpy and ``scipy.special``; a test
+folding, and localization: an improved R-hat", ported to numpy and the standard library; a test
 checks that they agree with ArviZ to 1e-10. Every MCMC fit computes them, and importing ArviZ
 (with pandas, xarray, matplotlib and its numba functions compiled at import) takes longer
 than a whole small ``lppf fit`` job, which the workflow runs hundreds of times. ArviZ itself
@@ -22,6 +22,7 @@ is imported only to export ``InferenceData`` (:func:`to_inference_data`).
 from __future__ import annotations
 
 import warnings
+from statistics import NormalDist
 
 import numpy as np
 
@@ -53,8 +54,6 @@ def _arviz():
 def _z_scale(x: np.ndarray) -> np.ndarray:
     """Rank-normalized ``x``: normal quantiles of the average ranks of all its values,
     offset by Blom's 3/8; same shape."""
-    from scipy.special import ndtri
-
     flat = x.ravel()
     order = np.argsort(flat, kind="mergesort")
     sorted_ = flat[order]
@@ -63,7 +62,8 @@ def _z_scale(x: np.ndarray) -> np.ndarray:
     dense[order] = np.cumsum(new)
     count = np.r_[np.nonzero(new)[0], flat.size]
     rank = 0.5 * (count[dense] + count[dense - 1] + 1)  # ties get their average rank
-    return ndtri((rank - 3 / 8) / (flat.size + 1 / 4)).reshape(x.shape)
+    quantile = np.vectorize(NormalDist().inv_cdf, otypes=[np.float64])
+    return quantile((rank - 3 / 8) / (flat.size + 1 / 4)).reshape(x.shape)
 
 
 def _split(x_CN: np.ndarray) -> np.ndarray:
@@ -83,11 +83,11 @@ def _rhat_basic(x_CN: np.ndarray) -> float:
 
 
 def _autocov(x_CN: np.ndarray) -> np.ndarray:
-    """(C, N) autocovariance of every chain at lags 0..N-1 (biased, divided by N), by FFT."""
-    from scipy.fft import next_fast_len
-
+    """(C, N) autocovariance of every chain at lags 0..N-1 (biased, divided by N), by FFT
+    over the chain zero-padded to a power of two >= 2N (so the circular products are the
+    linear ones)."""
     n = x_CN.shape[1]
-    m = next_fast_len(2 * n, real=True)
+    m = 1 << (2 * n - 1).bit_length()
     f = np.fft.rfft(x_CN - x_CN.mean(axis=1, keepdims=True), n=m, axis=1)
     f *= np.conjugate(f)
     return np.fft.irfft(f, n=m, axis=1)[:, :n] / n

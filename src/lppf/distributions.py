@@ -32,7 +32,6 @@ import math
 import numpy as np
 from numba import njit, prange
 from numpy.polynomial import Polynomial
-from scipy import special
 
 from lppf._numba import chunk_seeds
 
@@ -357,6 +356,8 @@ def log_bessel_i(nu, a) -> np.ndarray:
     Uses ``log(scipy.special.ive(nu, a)) + a`` where ``ive`` is a normal float and the numba
     kernel (uniform/large-argument expansions, series) where it underflows.
     """
+    from scipy import special  # here: a fit loads this module's kernels, not scipy.special
+
     nu, a = np.broadcast_arrays(np.asarray(nu, dtype=float), np.asarray(a, dtype=float))
     _check_params(nu, a)
     scaled = special.ive(nu, a)
@@ -370,6 +371,8 @@ def log_bessel_i(nu, a) -> np.ndarray:
 
 def bessel_logpmf(m, nu, a) -> np.ndarray:
     """log P(m) of Bes(nu, a), broadcast over ``m``, ``nu`` and ``a`` (-inf off the support)."""
+    from scipy import special  # here: a fit loads this module's kernels, not scipy.special
+
     m, nu, a = np.broadcast_arrays(np.asarray(m), np.asarray(nu, dtype=float),
                                    np.asarray(a, dtype=float))
     _check_params(nu, a)
@@ -392,6 +395,8 @@ def bessel_mode(nu, a) -> np.ndarray:
 def _bessel_ratio(nu: np.ndarray, a: np.ndarray) -> np.ndarray:
     """I_(nu+1)(a) / I_nu(a) for a > 0 (a ratio of ``ive`` values, or of log I where they
     underflow)."""
+    from scipy import special  # here: a fit loads this module's kernels, not scipy.special
+
     num, den = special.ive(nu + 1.0, a), special.ive(nu, a)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = num / den
@@ -455,6 +460,8 @@ def skellam_logpmf(k, mu1, mu2) -> np.ndarray:
 
     ``log P(k) = -(sqrt(mu1) - sqrt(mu2))^2 + (k/2) log(mu1/mu2) + log ive(|k|, 2 sqrt(mu1 mu2))``.
     """
+    from scipy import special  # here: a fit loads this module's kernels, not scipy.special
+
     k, mu1, mu2 = np.broadcast_arrays(np.asarray(k), np.asarray(mu1, dtype=float),
                                       np.asarray(mu2, dtype=float))
     if np.any(mu1 < 0) or np.any(mu2 < 0) or not np.all(np.isfinite(mu1 + mu2)):

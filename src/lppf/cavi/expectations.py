@@ -11,7 +11,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
-from scipy import special
 
 from lppf.conditional import TINY_RATE as TINY
 from lppf.conditional import mean_log_z, mean_log_z_noisy
@@ -31,6 +30,8 @@ class Moments(NamedTuple):
 
 def gamma_moments(shape: np.ndarray, rate: np.ndarray) -> Moments:
     """Moments of Gamma(shape, rate): E = s/r, E[ln x] = digamma(s) - ln r, Var = s/r^2."""
+    from scipy import special  # here: MCMC starts import this module's kernels only
+
     elog = special.digamma(shape) - np.log(rate)
     return Moments(shape / rate, np.exp(elog), shape / rate**2, elog)
 
@@ -43,6 +44,8 @@ def point_moments(value: np.ndarray) -> Moments:
 
 def gamma_elbo(shape: np.ndarray, rate: np.ndarray, a0: float, b0: float, m: Moments) -> float:
     """Sum over entries of E_q[ln Gamma(x; a0, b0)] + H[q], q = Gamma(shape, rate)."""
+    from scipy import special  # here: MCMC starts import this module's kernels only
+
     prior = a0 * math.log(b0) - special.gammaln(a0) + (a0 - 1.0) * m.elog - b0 * m.mean
     entropy = special.gammaln(shape) - (shape - 1.0) * special.digamma(shape) - np.log(rate) + shape
     return float(np.sum(prior + entropy))

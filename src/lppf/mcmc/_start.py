@@ -43,7 +43,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
 from lppf.cavi.expectations import collapsed_local
 from lppf.results import PRIVATE_METHODS, FitData
@@ -83,6 +82,8 @@ def observed_loglik(data: FitData, method: str, mu_DV: np.ndarray) -> tuple[floa
         alpha = np.ascontiguousarray(np.broadcast_to(data.alpha, data.Y.shape), dtype=np.float64)
         Ey, log_z = collapsed_local(data.Y, alpha, mu_DV, data.mask)
         return log_z - float(mu_DV[~data.mask].sum()), Ey
+    from scipy import special  # here: only the starts of naive and nonprivate fits need it
+
     Y = _counts(data)
     obs = ~data.mask
     return float(np.sum(special.xlogy(Y[obs], mu_DV[obs]) - mu_DV[obs])), Y
