@@ -3,6 +3,7 @@
     python bench/bench_modes.py                         # pmf, 8 seeds, alpha 0.5 and 0.9
     python bench/bench_modes.py --model community --seeds 8
     python bench/bench_modes.py --chains 2 --processes 2
+    python bench/bench_modes.py --shape 200 100 --case 5   # a smaller case of the same kind
 
 The cases are built as the E1/E2 experiments build theirs: base factors ~ Gamma(0.5,
 scale 1/3) (community: scale 1), then every row of theta (pmf: documents; community:
@@ -46,11 +47,12 @@ def schedule(model: str) -> dict:
             "chains": mcmc.get("chains", 1)}
 
 
-def make_case(model: str, seed: int, alpha: float) -> tuple[dict, FitData]:
-    """(truth, privatized data) of seed ``seed``."""
+def make_case(model: str, seed: int, alpha: float, shape: tuple | None = None
+              ) -> tuple[dict, FitData]:
+    """(truth, privatized data) of seed ``seed``, ``shape`` rows x columns (default the case's)."""
     c = CASES[model]
     rng = np.random.default_rng([seed, 2019])
-    n_rows, n_cols = c["shape"]
+    n_rows, n_cols = shape or c["shape"]
     base = {"theta": rng.gamma(0.5, c["scale"], (n_rows, c["K"]))}
     if model == "pmf":
         base["phi"] = rng.gamma(0.5, c["scale"], (c["K"], n_cols))
@@ -65,8 +67,8 @@ def make_case(model: str, seed: int, alpha: float) -> tuple[dict, FitData]:
 
 
 def one_fit(job: tuple) -> tuple:
-    model, case, seed, alpha, method, n_iter, burnin, thin, chains = job
-    truth, data = make_case(model, case, alpha)
+    model, shape, case, seed, alpha, method, n_iter, burnin, thin, chains = job
+    truth, data = make_case(model, case, alpha, shape)
     kwargs = {} if chains == 1 else {"n_chains": chains}
     tic = time.perf_counter()
     fit = fit_mcmc(model, data, method=method, n_components=CASES[model]["K"], a0=0.1, b0=1.0,
@@ -80,6 +82,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", choices=tuple(CASES), default="pmf")
     p.add_argument("--case", type=int, default=0, help="seed of the truth and the noise")
+    p.add_argument("--shape", type=int, nargs=2, metavar=("ROWS", "COLS"),
+                   help="size of the case (default: pmf 300 150, community 130 130)")
     p.add_argument("--seeds", type=int, default=8, help="chains seeded 0, 1, ...")
     p.add_argument("--alphas", type=float, nargs="+", default=[0.5, 0.9])
     p.add_argument("--methods", nargs="+", default=list(METHODS))
@@ -90,14 +94,16 @@ def main() -> None:
     for name, value in schedule(args.model).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    jobs = [(args.model, args.case, s, a, m, args.iterations, args.burnin, args.thin, args.chains)
+    shape = tuple(args.shape) if args.shape else None
+    jobs = [(args.model, shape, args.case, s, a, m, args.iterations, args.burnin, args.thin, args.chains)
             for a in args.alphas for m in args.methods for s in range(args.seeds)]
     kl, seconds = {}, 0.0
     with ProcessPoolExecutor(args.processes) as pool:
         for job, value, sec in pool.map(one_fit, jobs):
-            kl[job[2:5]] = value
+            kl[job[3:6]] = value
             seconds += sec
-    print(f"{args.model} case {args.case}: KL(mu* || mu_hat) per seed 0..{args.seeds - 1}, "
+    size = "x".join(map(str, shape or CASES[args.model]["shape"]))
+    print(f"{args.model} {size} case {args.case}: KL(mu* || mu_hat) per seed 0..{args.seeds - 1}, "
           f"{args.iterations} iterations, burn-in {args.burnin}, {args.chains} chain(s); "
           f"{seconds:.0f} s of fits")
     print("| alpha | method | " + " | ".join(f"s{s}" for s in range(args.seeds)) + " |")

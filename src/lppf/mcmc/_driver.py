@@ -35,7 +35,8 @@ class Chain(Protocol):
         """The current rate (n_rows, n_cols), every cell."""
 
     def counts(self) -> np.ndarray | None:
-        """The current true counts (private methods), else None."""
+        """The current true counts (private methods), else None; the chain may update
+        them in place (the driver copies what it keeps)."""
 
     def log_joint(self, mu: np.ndarray | None = None) -> float:
         """log joint probability of the current state (``mu``: :meth:`mu`, if computed)."""
@@ -52,6 +53,15 @@ def chain_rngs(rng: np.random.Generator, n_chains: int) -> list[np.random.Genera
     return [np.random.default_rng(child) for child in children]
 
 
+def _accumulate(total: np.ndarray | None, X: np.ndarray) -> np.ndarray:
+    """``total + X`` in place in a float64 array of its own (``X`` is the chain's, which
+    the next sweep overwrites)."""
+    if total is None:
+        return X.astype(np.float64)
+    total += X
+    return total
+
+
 def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarray,
               bar) -> dict:
     """Run one chain; return its saved factors (S, ...), log joints (S,), loglik trace,
@@ -62,7 +72,7 @@ def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarr
     log_joint = np.empty(S)
     loglik = np.empty(n_iter)
     mu_cells = np.empty((S, len(cells)))
-    mu_sum, y_sum = 0.0, None
+    mu_sum = y_sum = None
     elapsed = {"burnin": 0.0, "sampling": 0.0}
     start = time.perf_counter()
     s = 0
@@ -74,11 +84,11 @@ def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarr
             for name, value in chain.factors().items():
                 saved.setdefault(name, []).append(np.array(value))
             mu = chain.mu()
-            mu_sum = mu_sum + mu
+            mu_sum = _accumulate(mu_sum, mu)
             mu_cells[s] = mu[cells[:, 0], cells[:, 1]]
             y = chain.counts()
             if y is not None:
-                y_sum = y if y_sum is None else y_sum + y
+                y_sum = _accumulate(y_sum, y)
             log_joint[s] = chain.log_joint(mu)
             s += 1
         bar.update()
