@@ -13,8 +13,8 @@ Cases (y~ = y + 2Geo(alpha)):
 Phases of :func:`lppf.mcmc.pmf.gibbs_sweep`: ``counts`` (mu = Theta Phi and the true
 counts given y~, private methods), ``alloc`` (the multinomial split of every non-zero count,
 with the row and column totals), ``factors`` (the gamma draws of Theta and Phi), ``sweep``
-(the three together) and ``joint`` (what a saved sample adds: mu = Theta Phi and the log
-joint, :func:`lppf.mcmc.pmf.log_joint`). Each is the median wall time over
+(the three together) and ``joint`` (what a saved sample adds to a chain: mu = Theta Phi,
+the posterior sums and the log joint, :func:`saved_cost`). Each is the median wall time over
 ``--iterations`` sweeps after ``--warmup`` sweeps (numba compilation excluded), with BLAS
 on one thread as in the fits. The floors in brackets are the estimates of :func:`floors`
 (memory traffic at ``--bandwidth`` GB/s per thread, ``--ns-uniform`` ns per uniform draw);
@@ -41,11 +41,13 @@ import numpy as np
 from lppf import mechanisms, synthetic
 from lppf._numba import blas_single
 from lppf._numba import threads as numba_threads
+from lppf.diagnostics import diagnostic_cells
+from lppf.mcmc._driver import SavedSamples
 from lppf.mcmc.pmf import (
+    PMFChain,
     _observed_weights,
     allocate,
     initial_state,
-    log_joint,
     update_counts,
     update_factors,
 )
@@ -77,24 +79,42 @@ def bench_method(data: FitData, method: str, n_iter: int, warmup: int) -> dict:
     state = initial_state(data, method, K, rng)
     mu = np.empty(data.Y.shape)
     W = _observed_weights(data.mask)
-    times: dict[str, list] = {p: [] for p in ("counts", "alloc", "factors", "sweep", "joint")}
+    times: dict[str, list] = {p: [] for p in ("counts", "alloc", "factors", "sweep")}
     nnz = []
     for it in range(warmup + n_iter):
         t_counts, _ = _timed(lambda: update_counts(state, data, rng, mu))
         t_alloc, alloc = _timed(lambda: allocate(state, data, rng))
         t_fac, _ = _timed(lambda a=alloc: update_factors(state, a[0], a[1], W, 0.1, 1.0,
                                                          data.fix, rng))
-        t_joint, _ = _timed(lambda: log_joint(state, data, 0.1, 1.0))
         if it >= warmup:
-            for p, t in zip(("counts", "alloc", "factors", "joint"),
-                            (t_counts, t_alloc, t_fac, t_joint), strict=True):
+            for p, t in zip(("counts", "alloc", "factors"), (t_counts, t_alloc, t_fac),
+                            strict=True):
                 times[p].append(t)
             times["sweep"].append(t_counts + t_alloc + t_fac)
             nnz.append(np.count_nonzero(state.Y) if state.csr is None else len(state.csr[2]))
     out = {p: float(np.median(v)) for p, v in times.items()}
+    out["joint"] = saved_cost(data, method, n_iter, warmup)
     out["nnz"] = float(np.median(nnz))
     out["units"] = float(state.Y.sum() if state.csr is None else state.csr[2].sum())
     return out
+
+
+def saved_cost(data: FitData, method: str, n_iter: int, warmup: int) -> float:
+    """Median seconds a saved sample adds to a chain (:class:`lppf.mcmc.pmf.PMFChain`, the
+    driver's :class:`lppf.mcmc._driver.SavedSamples`): (save + the sweep after it) minus
+    the sweep before it, so that the product Theta Phi a private method's next sweep reuses
+    counts once."""
+    chain = PMFChain(data, initial_state(data, method, K, np.random.default_rng(2)), 0.1, 1.0,
+                     np.random.default_rng(3))
+    saved = SavedSamples(warmup + n_iter, diagnostic_cells(data.mask))
+    extra = []
+    for it in range(warmup + n_iter):
+        t_before, _ = _timed(chain.sweep)
+        t_save, _ = _timed(lambda: saved.add(chain))
+        t_after, _ = _timed(chain.sweep)
+        if it >= warmup:
+            extra.append(t_save + t_after - t_before)
+    return float(np.median(extra))
 
 
 def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform: float
@@ -110,7 +130,9 @@ def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform:
       ~10 ns (collapsed: one uniform and a short walk) or ~30 ns (private: a Bessel, a
       binomial and two gamma draws with two logs) of work, over ``n_threads``.
     * factors: 2 (D + V) K gamma draws at ~20 ns (numpy, one thread).
-    * joint: the product Theta Phi, 17 B/cell and one log per non-zero cell (~5 ns)."""
+    * joint: per cell, reading mu, the counts and y~ and adding mu and the counts into the
+      posterior sums (about 60 B), one log per non-zero cell (~5 ns); naive also the
+      product Theta Phi (private methods reuse it in the next sweep)."""
     cells = N * N
     gb = bandwidth * 1e9 * n_threads
     product = 2 * cells * K / 20e9
@@ -122,7 +144,8 @@ def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform:
         traffic, work = (36, 30e-9) if method == "private" else (20, 10e-9)
         counts = product + traffic * cells / gb + work * cells / n_threads
     factors = 2 * (2 * N * K) * 20e-9
-    joint = product + 17 * cells / gb + 5e-9 * res["nnz"] / n_threads
+    joint = (product if method == "naive" else 0.0) + 60 * cells / gb \
+        + 5e-9 * res["nnz"] / n_threads
     return {"counts": counts, "alloc": alloc, "factors": factors, "joint": joint,
             "sweep": counts + alloc + factors}
 

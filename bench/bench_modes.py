@@ -95,8 +95,8 @@ def main() -> None:
         if getattr(args, name) is None:
             setattr(args, name, value)
     shape = tuple(args.shape) if args.shape else None
-    jobs = [(args.model, shape, args.case, s, a, m, args.iterations, args.burnin, args.thin, args.chains)
-            for a in args.alphas for m in args.methods for s in range(args.seeds)]
+    jobs = [(args.model, shape, args.case, s, a, m, args.iterations, args.burnin, args.thin,
+             args.chains) for a in args.alphas for m in args.methods for s in range(args.seeds)]
     kl, seconds = {}, 0.0
     with ProcessPoolExecutor(args.processes) as pool:
         for job, value, sec in pool.map(one_fit, jobs):

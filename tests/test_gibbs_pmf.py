@@ -9,7 +9,7 @@ from scipy import stats
 
 from lppf._numba import threads
 from lppf.mcmc import fit_mcmc
-from lppf.mcmc.pmf import allocate, gibbs_sweep, make_state
+from lppf.mcmc.pmf import PMFChain, allocate, gibbs_sweep, make_state
 from lppf.results import FitData
 
 A0, B0 = 1.0, 1.0
@@ -168,6 +168,23 @@ def test_same_seed_same_result_for_any_thread_count(method):
         np.testing.assert_array_equal(fit.trace["loglik"], fits[0].trace["loglik"])
         if method.startswith("private"):
             np.testing.assert_array_equal(fit.y_hat, fits[0].y_hat)
+
+
+@pytest.mark.parametrize("method", ["private", "private-collapsed"])
+def test_a_saved_samples_rate_reused_by_the_next_sweep_changes_nothing(method, monkeypatch):
+    _, _, Ytil = synthetic(6, alpha=0.5, D=40, V=30)
+    data = FitData(Ytil, np.full((1, 1), 0.5), np.zeros(Ytil.shape, bool))
+
+    def fit():
+        return fit_mcmc("pmf", data, method=method, n_components=3, a0=0.1, b0=1.0,
+                        n_iter=9, burnin=3, thin=1, rng=np.random.default_rng(5), threads=1)
+
+    reused = fit()
+    monkeypatch.setattr(PMFChain, "mu", lambda self: self.state.Theta @ self.state.Phi)
+    fresh = fit()
+    np.testing.assert_array_equal(reused.samples["theta"], fresh.samples["theta"])
+    np.testing.assert_array_equal(reused.log_joint, fresh.log_joint)
+    np.testing.assert_array_equal(reused.y_hat, fresh.y_hat)
 
 
 def test_outputs_shapes_fix_and_mask():

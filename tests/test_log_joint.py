@@ -33,7 +33,7 @@ def random_case(rng, alpha_shape, D=70, V=90):
     return Y, mu, mask, Ytil, alpha
 
 
-@pytest.mark.parametrize("alpha_shape", [(1, 1), (70, 1), (70, 90)])
+@pytest.mark.parametrize("alpha_shape", [(1, 1), (70, 1), (1, 90), (70, 90)])
 def test_count_loglik_matches_scipy(alpha_shape):
     rng = np.random.default_rng(3)
     Y, mu, mask, Ytil, alpha = random_case(rng, alpha_shape)

@@ -173,17 +173,29 @@ def at(X, i, j):
 @njit(cache=True, parallel=True)
 def _count_loglik_chunks(Y, mu, mask, Ytil, log_alpha, log_norm, out_X):
     D, V = Y.shape
+    per_column = log_alpha.shape[1] > 1
     for c in prange(len(out_X)):
         acc = 0.0
         for i in range(c * CHUNK, min((c + 1) * CHUNK, D)):
+            if per_column:
+                for j in range(V):
+                    if not mask[i, j]:
+                        acc += poisson_logpmf(Y[i, j], mu[i, j]) + at(log_norm, i, j)
+                        d = abs(Ytil[i, j] - Y[i, j])
+                        if d != 0:
+                            acc += d * at(log_alpha, i, j)
+                continue
+            # one alpha for the row: sum the Poisson terms and |y~ - y| over the row first
+            pois, tau, n_obs = 0.0, 0, 0
             for j in range(V):
-                if mask[i, j]:
-                    continue
-                y = Y[i, j]
-                acc += poisson_logpmf(y, mu[i, j]) + at(log_norm, i, j)
-                tau = abs(Ytil[i, j] - y)
-                if tau != 0:
-                    acc += tau * at(log_alpha, i, j)
+                if not mask[i, j]:
+                    y = Y[i, j]
+                    pois += poisson_logpmf(y, mu[i, j])
+                    tau += abs(Ytil[i, j] - y)
+                    n_obs += 1
+            acc += pois + n_obs * at(log_norm, i, 0)
+            if tau != 0:
+                acc += tau * at(log_alpha, i, 0)
         out_X[c] = acc
 
 

@@ -32,7 +32,8 @@ class Chain(Protocol):
         """The current factors by name (copied by the driver)."""
 
     def mu(self) -> np.ndarray:
-        """The current rate (n_rows, n_cols), every cell."""
+        """The current rate (n_rows, n_cols), every cell; the chain may reuse the array
+        (the driver copies what it keeps before the next sweep)."""
 
     def counts(self) -> np.ndarray | None:
         """The current true counts (private methods), else None; the chain may update
@@ -62,40 +63,51 @@ def _accumulate(total: np.ndarray | None, X: np.ndarray) -> np.ndarray:
     return total
 
 
+class SavedSamples:
+    """What a chain keeps of ``S`` saved states: factors, log joints, mu at ``cells``
+    (S, m) and the sums of mu and of the true counts."""
+
+    def __init__(self, S: int, cells: np.ndarray):
+        self.cells, self.s = cells, 0
+        self.factors: dict[str, list] = {}
+        self.log_joint = np.empty(S)
+        self.mu_cells = np.empty((S, len(cells)))
+        self.mu_sum = self.y_sum = None
+
+    def add(self, chain: Chain) -> None:
+        """Save the chain's current state."""
+        for name, value in chain.factors().items():
+            self.factors.setdefault(name, []).append(np.array(value))
+        mu = chain.mu()
+        self.mu_sum = _accumulate(self.mu_sum, mu)
+        self.mu_cells[self.s] = mu[self.cells[:, 0], self.cells[:, 1]]
+        y = chain.counts()
+        if y is not None:
+            self.y_sum = _accumulate(self.y_sum, y)
+        self.log_joint[self.s] = chain.log_joint(mu)
+        self.s += 1
+
+
 def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarray,
               bar) -> dict:
     """Run one chain; return its saved factors (S, ...), log joints (S,), loglik trace,
     sums of mu and of the true counts over saved samples, mu at ``cells`` (S, m) and
     seconds per phase."""
-    S = n_saved(n_iter, burnin, thin)
-    saved: dict[str, list] = {}
-    log_joint = np.empty(S)
+    saved = SavedSamples(n_saved(n_iter, burnin, thin), cells)
     loglik = np.empty(n_iter)
-    mu_cells = np.empty((S, len(cells)))
-    mu_sum = y_sum = None
     elapsed = {"burnin": 0.0, "sampling": 0.0}
     start = time.perf_counter()
-    s = 0
     for it in range(n_iter):
         loglik[it] = chain.sweep()
         if it + 1 == burnin:
             elapsed["burnin"] = time.perf_counter() - start
         if it >= burnin and (it + 1 - burnin) % thin == 0:
-            for name, value in chain.factors().items():
-                saved.setdefault(name, []).append(np.array(value))
-            mu = chain.mu()
-            mu_sum = _accumulate(mu_sum, mu)
-            mu_cells[s] = mu[cells[:, 0], cells[:, 1]]
-            y = chain.counts()
-            if y is not None:
-                y_sum = _accumulate(y_sum, y)
-            log_joint[s] = chain.log_joint(mu)
-            s += 1
+            saved.add(chain)
         bar.update()
     elapsed["sampling"] = time.perf_counter() - start - elapsed["burnin"]
-    return {"samples": {k: np.stack(v) for k, v in saved.items()}, "log_joint": log_joint,
-            "loglik": loglik, "mu_sum": mu_sum, "y_sum": y_sum, "elapsed": elapsed,
-            "mu_cells": mu_cells}
+    return {"samples": {k: np.stack(v) for k, v in saved.factors.items()},
+            "log_joint": saved.log_joint, "loglik": loglik, "mu_sum": saved.mu_sum,
+            "y_sum": saved.y_sum, "elapsed": elapsed, "mu_cells": saved.mu_cells}
 
 
 def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], *,

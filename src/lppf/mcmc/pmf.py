@@ -251,11 +251,13 @@ def _observed_weights(mask: np.ndarray) -> np.ndarray | None:
 
 
 def update_counts(state: PMFState, data: FitData, rng: np.random.Generator,
-                  mu: np.ndarray | None = None) -> None:
-    """Resample the true counts (private methods) given y~ and mu = Theta @ Phi."""
+                  mu: np.ndarray | None = None, mu_current: bool = False) -> None:
+    """Resample the true counts (private methods) given y~ and mu = Theta @ Phi (computed
+    into the buffer ``mu``, or already there when ``mu_current``)."""
     if state.method not in PRIVATE_METHODS:
         return
-    mu = np.matmul(state.Theta, state.Phi, out=mu)
+    if not mu_current:
+        mu = np.matmul(state.Theta, state.Phi, out=mu)
     seeds = chunk_seeds(rng, len(state.Y))
     with at_most(len(seeds)):
         if state.method == "private":
@@ -310,14 +312,14 @@ def update_factors(state: PMFState, Y_DK: np.ndarray, Y_KV: np.ndarray,
 
 def gibbs_sweep(state: PMFState, data: FitData, a0: float, b0: float,
                 rng: np.random.Generator, W_DV: np.ndarray | None = None,
-                mu: np.ndarray | None = None) -> float:
+                mu: np.ndarray | None = None, mu_current: bool = False) -> float:
     """One full iteration in place; returns the log likelihood log p(y | Theta, Phi) of the
     observed cells, at the counts of this sweep and the factors it started from.
     ``W_DV`` = :func:`_observed_weights` (pass it to avoid recomputing); ``mu`` a (D, V)
-    float64 work buffer."""
+    float64 work buffer (``mu_current``: it holds Theta @ Phi already)."""
     if W_DV is None:
         W_DV = _observed_weights(data.mask)
-    update_counts(state, data, rng, mu)
+    update_counts(state, data, rng, mu, mu_current)
     Y_DK, Y_KV, ll = allocate(state, data, rng)
     return ll - update_factors(state, Y_DK, Y_KV, W_DV, a0, b0, data.fix, rng)
 
@@ -339,26 +341,35 @@ def log_joint(state: PMFState, data: FitData, a0: float, b0: float,
 
 
 class PMFChain:
-    """One chain (see :class:`lppf.mcmc._driver.Chain`) from :func:`lppf.mcmc._start.best_start`."""
+    """One chain (see :class:`lppf.mcmc._driver.Chain`) from ``state``.
 
-    def __init__(self, data: FitData, method: str, n_components: int, a0: float, b0: float,
-                 burnin: int, rng: np.random.Generator):
-        Theta, Phi, scores = best_start(data, method, n_components, burnin, rng)
-        self.state = make_state(data, method, Theta, Phi)
-        self.info = {"loglik": scores}
-        self.data, self.a0, self.b0, self.rng = data, a0, b0, rng
+    Private methods keep mu = Theta @ Phi in one buffer: the count update of a sweep
+    computes it there, and a saved sample's :meth:`mu` leaves it there for the next sweep,
+    which then skips the product."""
+
+    def __init__(self, data: FitData, state: PMFState, a0: float, b0: float,
+                 rng: np.random.Generator):
+        self.state, self.data, self.a0, self.b0, self.rng = state, data, a0, b0, rng
         self.W_DV = _observed_weights(data.mask)
-        self.buf = np.empty(data.Y.shape) if method in PRIVATE_METHODS else None
+        self.buf = np.empty(data.Y.shape) if state.method in PRIVATE_METHODS else None
+        self.mu_current = False  # self.buf holds Theta @ Phi of the present state
 
     def sweep(self) -> float:
-        return gibbs_sweep(self.state, self.data, self.a0, self.b0, self.rng, self.W_DV,
-                           self.buf)
+        ll = gibbs_sweep(self.state, self.data, self.a0, self.b0, self.rng, self.W_DV,
+                         self.buf, self.mu_current)
+        self.mu_current = False
+        return ll
 
     def factors(self) -> dict[str, np.ndarray]:
         return {"theta": self.state.Theta, "phi": self.state.Phi}
 
     def mu(self) -> np.ndarray:
-        return self.state.Theta @ self.state.Phi
+        if self.buf is None:
+            return self.state.Theta @ self.state.Phi
+        if not self.mu_current:
+            np.matmul(self.state.Theta, self.state.Phi, out=self.buf)
+            self.mu_current = True
+        return self.buf
 
     def counts(self) -> np.ndarray | None:
         return self.state.Y if self.state.method in PRIVATE_METHODS else None
@@ -383,8 +394,9 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
     (:func:`log_joint`), the trace ``loglik`` (:func:`gibbs_sweep`) and seconds per phase.
     """
     def make_chain(chain_rng):
-        chain = PMFChain(data, method, n_components, a0, b0, burnin, chain_rng)
-        return chain, chain.info
+        Theta, Phi, scores = best_start(data, method, n_components, burnin, chain_rng)
+        chain = PMFChain(data, make_state(data, method, Theta, Phi), a0, b0, chain_rng)
+        return chain, {"loglik": scores}
 
     with numba_threads(threads), blas_single():
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
