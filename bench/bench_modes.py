@@ -4,18 +4,19 @@
     python bench/bench_modes.py --model community --seeds 8
     python bench/bench_modes.py --chains 2 --processes 2
     python bench/bench_modes.py --shape 200 100 --case 5   # a smaller case of the same kind
+    python bench/bench_modes.py --model community --e0 0.5  # rescaling shape e0 f0 = 0.05
 
 The cases are built as the E1/E2 experiments build theirs: base factors ~ Gamma(0.5,
 scale 1/3) (community: scale 1), then every row of theta (pmf: documents; community:
-actors) and, for pmf, every column of
-phi rescaled by Gamma(e0 f0, rate f0) (:func:`lppf.synthetic.rescaled_truth`; pmf: 300 x 150,
-K = 5, e0 = 50, f0 = 0.001, i.e. rescaling shape 0.05; community: V = 130, C = 5, e0 = 0.75,
-f0 = 0.1). ``--case`` seeds the truth and the noise (one data set, as in the default run);
+actors) and, for pmf, every column of phi rescaled by Gamma(e0 f0, rate f0)
+(:func:`lppf.synthetic.rescaled_truth`; pmf: 300 x 150, K = 5, e0 = 50, f0 = 0.001, i.e.
+rescaling shape 0.05; community: V = 130, C = 5, e0 = 0.75, f0 = 0.1; ``--e0`` and ``--f0``
+change them). ``--case`` seeds the truth and the noise (one data set, as in the default run);
 seed s seeds the chain. Each fit runs the schedule of the offline config's experiment that
 the case mirrors (``config/config.yaml``: pmf, E2's; community, E1's): iterations, burn-in,
-thin and chains, each overridable. Prints one row per
-(alpha, method) with the KL of every seed, then whether private and private-collapsed beat
-naive in every seed and their worst ratio to the best KL over seeds.
+thin and chains, each overridable. Prints one row per (alpha, method) with the KL of every
+seed, then whether private and private-collapsed beat naive in every seed and their worst
+ratio to the best KL over seeds.
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ def schedule(model: str) -> dict:
             "chains": mcmc.get("chains", 1)}
 
 
-def make_case(model: str, seed: int, alpha: float, shape: tuple | None = None
-              ) -> tuple[dict, FitData]:
-    """(truth, privatized data) of seed ``seed``, ``shape`` rows x columns (default the case's)."""
+def make_case(model: str, seed: int, alpha: float, shape: tuple | None = None,
+              rescale: tuple | None = None) -> tuple[dict, FitData]:
+    """(truth, privatized data) of seed ``seed``, ``shape`` rows x columns and ``rescale``
+    (e0, f0) (defaults: the case's)."""
     c = CASES[model]
+    e0, f0 = rescale or (c["e0"], c["f0"])
     rng = np.random.default_rng([seed, 2019])
     n_rows, n_cols = shape or c["shape"]
     base = {"theta": rng.gamma(0.5, c["scale"], (n_rows, c["K"]))}
@@ -58,7 +61,7 @@ def make_case(model: str, seed: int, alpha: float, shape: tuple | None = None
         base["phi"] = rng.gamma(0.5, c["scale"], (c["K"], n_cols))
     else:
         base["pi"] = rng.gamma(0.5, c["scale"], (c["K"], c["K"]))
-    truth = synthetic.rescaled_truth(rng, model, base, c["e0"], c["f0"])
+    truth = synthetic.rescaled_truth(rng, model, base, e0, f0)
     mask = np.zeros((n_rows, n_cols), bool)
     if model == "community":
         np.fill_diagonal(mask, True)
@@ -67,8 +70,8 @@ def make_case(model: str, seed: int, alpha: float, shape: tuple | None = None
 
 
 def one_fit(job: tuple) -> tuple:
-    model, shape, case, seed, alpha, method, n_iter, burnin, thin, chains = job
-    truth, data = make_case(model, case, alpha, shape)
+    model, shape, rescale, case, seed, alpha, method, n_iter, burnin, thin, chains = job
+    truth, data = make_case(model, case, alpha, shape, rescale)
     kwargs = {} if chains == 1 else {"n_chains": chains}
     tic = time.perf_counter()
     fit = fit_mcmc(model, data, method=method, n_components=CASES[model]["K"], a0=0.1, b0=1.0,
@@ -84,6 +87,8 @@ def main() -> None:
     p.add_argument("--case", type=int, default=0, help="seed of the truth and the noise")
     p.add_argument("--shape", type=int, nargs=2, metavar=("ROWS", "COLS"),
                    help="size of the case (default: pmf 300 150, community 130 130)")
+    p.add_argument("--e0", type=float, help="rescaling shape / f0 (default: the case's)")
+    p.add_argument("--f0", type=float, help="rescaling rate (default: the case's)")
     p.add_argument("--seeds", type=int, default=8, help="chains seeded 0, 1, ...")
     p.add_argument("--alphas", type=float, nargs="+", default=[0.5, 0.9])
     p.add_argument("--methods", nargs="+", default=list(METHODS))
@@ -95,15 +100,19 @@ def main() -> None:
         if getattr(args, name) is None:
             setattr(args, name, value)
     shape = tuple(args.shape) if args.shape else None
-    jobs = [(args.model, shape, args.case, s, a, m, args.iterations, args.burnin, args.thin,
-             args.chains) for a in args.alphas for m in args.methods for s in range(args.seeds)]
+    c = CASES[args.model]
+    rescale = (args.e0 or c["e0"], args.f0 or c["f0"])
+    jobs = [(args.model, shape, rescale, args.case, s, a, m, args.iterations, args.burnin,
+             args.thin, args.chains)
+            for a in args.alphas for m in args.methods for s in range(args.seeds)]
     kl, seconds = {}, 0.0
     with ProcessPoolExecutor(args.processes) as pool:
         for job, value, sec in pool.map(one_fit, jobs):
-            kl[job[3:6]] = value
+            kl[job[4:7]] = value
             seconds += sec
     size = "x".join(map(str, shape or CASES[args.model]["shape"]))
-    print(f"{args.model} {size} case {args.case}: KL(mu* || mu_hat) per seed 0..{args.seeds - 1}, "
+    print(f"{args.model} {size} case {args.case}, e0 {rescale[0]:g}, f0 {rescale[1]:g}: "
+          f"KL(mu* || mu_hat) per seed 0..{args.seeds - 1}, "
           f"{args.iterations} iterations, burn-in {args.burnin}, {args.chains} chain(s); "
           f"{seconds:.0f} s of fits")
     print("| alpha | method | " + " | ".join(f"s{s}" for s in range(args.seeds)) + " |")
