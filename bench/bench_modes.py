@@ -96,12 +96,12 @@ def main() -> None:
         p.add_argument(f"--{name}", type=int, help="default: the offline config's")
     p.add_argument("--processes", type=int, default=2)
     args = p.parse_args()
-    for name, value in schedule(args.model).items():
+    c = CASES[args.model]
+    for name, value in {**schedule(args.model), "e0": c["e0"], "f0": c["f0"]}.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
     shape = tuple(args.shape) if args.shape else None
-    c = CASES[args.model]
-    rescale = (args.e0 or c["e0"], args.f0 or c["f0"])
+    rescale = (args.e0, args.f0)
     jobs = [(args.model, shape, rescale, args.case, s, a, m, args.iterations, args.burnin,
              args.thin, args.chains)
             for a in args.alphas for m in args.methods for s in range(args.seeds)]
