@@ -25,6 +25,7 @@ import argparse
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import yaml
@@ -69,14 +70,29 @@ def make_case(model: str, seed: int, alpha: float, shape: tuple | None = None,
     return truth, FitData(Y, np.full((1, 1), alpha), mask)
 
 
-def one_fit(job: tuple) -> tuple:
-    model, shape, rescale, case, seed, alpha, method, n_iter, burnin, thin, chains = job
-    truth, data = make_case(model, case, alpha, shape, rescale)
-    kwargs = {} if chains == 1 else {"n_chains": chains}
+class Job(NamedTuple):
+    """One fit: the case (model, shape, rescale, case), chain seed, alpha, method, schedule."""
+
+    model: str
+    shape: tuple | None
+    rescale: tuple
+    case: int
+    seed: int
+    alpha: float
+    method: str
+    n_iter: int
+    burnin: int
+    thin: int
+    chains: int
+
+
+def one_fit(job: Job) -> tuple:
+    truth, data = make_case(job.model, job.case, job.alpha, job.shape, job.rescale)
+    kwargs = {} if job.chains == 1 else {"n_chains": job.chains}
     tic = time.perf_counter()
-    fit = fit_mcmc(model, data, method=method, n_components=CASES[model]["K"], a0=0.1, b0=1.0,
-                   n_iter=n_iter, burnin=burnin, thin=thin, threads=1,
-                   rng=np.random.default_rng([seed, 7]), **kwargs)
+    fit = fit_mcmc(job.model, data, method=job.method, n_components=CASES[job.model]["K"],
+                   a0=0.1, b0=1.0, n_iter=job.n_iter, burnin=job.burnin, thin=job.thin,
+                   threads=1, rng=np.random.default_rng([job.seed, 7]), **kwargs)
     cells = ~data.mask
     return job, poisson_kl(truth["mu"], fit.mu_hat, cells), time.perf_counter() - tic
 
@@ -102,13 +118,13 @@ def main() -> None:
             setattr(args, name, value)
     shape = tuple(args.shape) if args.shape else None
     rescale = (args.e0, args.f0)
-    jobs = [(args.model, shape, rescale, args.case, s, a, m, args.iterations, args.burnin,
-             args.thin, args.chains)
+    jobs = [Job(args.model, shape, rescale, args.case, s, a, m, args.iterations, args.burnin,
+                args.thin, args.chains)
             for a in args.alphas for m in args.methods for s in range(args.seeds)]
     kl, seconds = {}, 0.0
     with ProcessPoolExecutor(args.processes) as pool:
         for job, value, sec in pool.map(one_fit, jobs):
-            kl[job[4:7]] = value
+            kl[(job.seed, job.alpha, job.method)] = value
             seconds += sec
     size = "x".join(map(str, shape or CASES[args.model]["shape"]))
     print(f"{args.model} {size} case {args.case}, e0 {rescale[0]:g}, f0 {rescale[1]:g}: "
