@@ -18,12 +18,14 @@ terms. One iteration:
 The model mixes poorly (local modes). Each chain starts at the best of ``INIT_CHAINS`` EM
 fits of the observed data (:mod:`lppf.mcmc._start`), ranked by the observed-data log
 likelihood; their scores are returned in ``extra["init_loglik"]`` to show the spread.
+A ``private-collapsed`` chain begins its burn-in with ``private``'s count update
+(:class:`CommunityChain`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numba import njit, prange
@@ -49,6 +51,7 @@ from lppf.results import PRIVATE_METHODS, FitData, FitResult
 
 INIT_CHAINS = RESTARTS  # EM restarts of each chain's start (lppf.mcmc._start)
 FLOOR = 1e-100  # gamma draws are floored here so that products of three never underflow
+AUGMENTED_BURNIN = 0.5  # share of a private-collapsed chain's burn-in with lambda kept
 
 
 @dataclass(frozen=True)
@@ -341,18 +344,36 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
 
 class CommunityChain:
     """One chain (see :class:`lppf.mcmc._driver.Chain`) from
-    :func:`lppf.mcmc._start.best_start`."""
+    :func:`lppf.mcmc._start.best_start`.
+
+    A ``private-collapsed`` chain draws its true counts with ``private``'s augmented update
+    (noise rates ``lambda`` kept) for the first ``AUGMENTED_BURNIN`` of its burn-in, then
+    with the collapsed one. Both updates leave the same posterior of ``(y, Theta, Pi)``
+    invariant, so only where the sampling starts changes. The EM start overfits the noise
+    (total rate several times the truth's at alpha 0.9) and burn-in shrinks it; with the
+    collapsed update the shrinking overshoots, on weak-signal networks into a region that
+    explains almost every count as noise and that the chain does not leave, while the
+    augmented update shrinks it gradually and the chain keeps the communities.
+    """
 
     def __init__(self, problem: Problem, fix: dict[str, np.ndarray], n_components: int,
                  burnin: int, rng: np.random.Generator):
         data = FitData(problem.Ytil_VV, problem.alpha_VV, ~problem.obs_VV, fix)
         Theta, Pi, scores = best_start(data, problem.method, n_components, burnin, rng,
                                        model="community")
+        self.target, self.n_sweeps, self.handoff = problem, 0, 0
+        if problem.method == "private-collapsed":
+            problem = replace(problem, method="private")
+            self.handoff = int(AUGMENTED_BURNIN * burnin)
         self.state = make_state(problem, Theta, Pi, rng)
         self.info = {"loglik": scores}
         self.problem, self.rng = problem, rng
 
     def sweep(self) -> float:
+        if self.n_sweeps == self.handoff and self.problem is not self.target:
+            self.problem = self.target
+            self.state.lam_plus_VV = self.state.lam_minus_VV = None
+        self.n_sweeps += 1
         return gibbs_step(self.problem, self.state, self.rng)
 
     def factors(self) -> dict[str, np.ndarray]:
