@@ -4,7 +4,7 @@ Lists the fit jobs of a Snakemake dry run, measures on one thread, for each dist
 shape, model, K, method, inference) on synthetic counts of that shape, the seconds of one
 iteration (Gibbs sweep or CAVI update) and of one EM step of an MCMC chain's start
 (:mod:`lppf.mcmc._start`), and prints core-hours per experiment: per chain, iterations x
-seconds per iteration + the start's EM steps (``RESTARTS x pilot + refine`` for the job's
+seconds per iteration + the start's EM steps (``RESTARTS[model] x pilot + refine`` for the job's
 burn-in) x seconds per EM step. Data shapes of the Enron matrices are those of the papers
 (overridable); fits dominate the cost, the other jobs (preprocessing, evaluation, figures)
 are counted at a few seconds each.
@@ -91,7 +91,7 @@ def seconds_per_iteration(shape, model, K, method, inference, iterations, seed=0
         est.fit(Y, alpha=alpha)
         return time.perf_counter() - start
 
-    restarts, _start.RESTARTS = _start.RESTARTS, 1  # the start is timed on its own
+    restarts, _start.RESTARTS = _start.RESTARTS, dict.fromkeys(_start.RESTARTS, 1)  # timed apart
     try:
         seconds(iterations)  # compile
         return max(seconds(3 * iterations) - seconds(iterations), 0.0) / (2 * iterations)
@@ -113,10 +113,10 @@ def seconds_per_em_step(shape, model, K, method, steps, seed=0):
     return (time.perf_counter() - start) / steps
 
 
-def _em_steps(burnin: int) -> int:
+def _em_steps(model: str, burnin: int) -> int:
     """EM steps of one chain's start for this burn-in (:func:`lppf.mcmc._start.best_start`)."""
     pilot, refine = _start.em_budget(int(burnin))
-    return _start.RESTARTS * pilot + refine
+    return _start.RESTARTS[model] * pilot + refine
 
 
 def main() -> None:
@@ -143,7 +143,7 @@ def main() -> None:
     fits["sweep_hours"] = [sweep[tuple(r[k] for k in keys)] * r["iterations"] * r["chains"]
                            / 3600 for _, r in fits.iterrows()]
     fits["start_hours"] = [em_step[tuple(r[k] for k in keys)] * r["chains"]
-                           * _em_steps(r["burnin"]) / 3600 for _, r in fits.iterrows()]
+                           * _em_steps(r["model"], r["burnin"]) / 3600 for _, r in fits.iterrows()]
     fits["core_hours"] = fits["sweep_hours"] + fits["start_hours"]
     table = fits.groupby("exp").agg(fits=("core_hours", "size"),
                                     sweeps=("sweep_hours", "sum"),

@@ -112,6 +112,6 @@ def test_successive_halving_spends_the_pilot_budget_on_the_restarts_still_in_con
     A, _, first_round = _start.best_start(data, "private", 4, 100, np.random.default_rng(0))
     pilot, refine = _start.em_budget(100)
     assert int(A[0, 0] * 1e6) == 9
-    assert first_round.shape == (_start.RESTARTS,) and np.argmax(first_round) == 3
-    assert sum(n for _, n in calls[:-1]) == _start.RESTARTS * pilot
+    assert first_round.shape == (_start.RESTARTS["pmf"],) and np.argmax(first_round) == 3
+    assert sum(n for _, n in calls[:-1]) == _start.RESTARTS["pmf"] * pilot
     assert calls[-1] == (9, refine)

@@ -10,7 +10,7 @@ iterations. The naive warm-up made it worse for the private methods: it first fi
 So a chain starts at a local maximum of the likelihood of the OBSERVED data,
 ``p(y~ | Theta, Phi) = prod_dv sum_y Pois(y; mu_dv) 2Geo(y~_dv - y; alpha)`` (private methods)
 or ``prod_dv Pois(y_dv; mu_dv)`` of the fixed counts (``naive``: ``max(y~, 0)``), the best of
-``RESTARTS`` runs of generalized EM, ranked by that log likelihood:
+``RESTARTS[model]`` runs of generalized EM, ranked by that log likelihood:
 
 * E step (private methods): ``E[y | y~, mu]`` under ``P(y) ∝ mu^y / y! alpha^|y~ - y|``
   (:func:`lppf.cavi.expectations.collapsed_local`, which also gives ``ln p(y~ | mu)``);
@@ -32,7 +32,7 @@ or ``prod_dv Pois(y_dv; mu_dv)`` of the fixed counts (``naive``: ``max(y~, 0)``)
   (3 of 8 with four times the EM steps); the NNDSVD restart reached the best mode and won
   the ranking in all 8.
 
-The restarts share ``RESTARTS x pilot`` E steps by successive halving (:func:`best_start`):
+The restarts share ``RESTARTS[model] x pilot`` E steps by successive halving (:func:`best_start`):
 all run a few steps, the better half runs more, and so on, so that the later steps go to the
 restarts still in contention; the last one left runs ``refine`` more. The Gibbs sampler that
 follows is unchanged: the start only decides which mode burn-in begins in.
@@ -47,7 +47,10 @@ import numpy as np
 from lppf.cavi.expectations import collapsed_local
 from lppf.results import PRIVATE_METHODS, FitData
 
-RESTARTS = 16  # independent EM runs; the best by the observed-data log likelihood is kept
+# independent EM runs per chain (the best by the observed-data log likelihood is kept):
+# community chains shrink their start during burn-in and gain more from one more chain
+# than from more restarts (docs/usage.md)
+RESTARTS = {"pmf": 16, "community": 4}
 INNER = 10  # multiplicative M-step updates per E step
 GROWTH, MAX_W = 1.2, 16.0  # over-relaxation of the EM steps (:func:`em`)
 _LOG_CLIP = 700.0
@@ -270,7 +273,7 @@ def best_start(data: FitData, method: str, n_components: int, burnin: int,
     draw = random_start if model == "pmf" else random_start_community
     first = nndsvd_start(data, n_components) if model == "pmf" else None
     runs = [first if restart == 0 and first is not None else draw(data, n_components, rng)
-            for restart in range(RESTARTS if len(data.fix) < 2 else 1)]
+            for restart in range(RESTARTS[model] if len(data.fix) < 2 else 1)]
     steps = max(2 * pilot // 5, 1)
     scores = first_round = np.array([em(data, method, A, B, steps, model) for A, B in runs])
     n_runs = len(runs)

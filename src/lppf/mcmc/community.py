@@ -49,7 +49,7 @@ from lppf.mcmc._driver import run_chains
 from lppf.mcmc._start import RESTARTS, best_start
 from lppf.results import PRIVATE_METHODS, FitData, FitResult
 
-INIT_CHAINS = RESTARTS  # EM restarts of each chain's start (lppf.mcmc._start)
+INIT_CHAINS = RESTARTS["community"]  # EM restarts of each chain's start
 FLOOR = 1e-100  # gamma draws are floored here so that products of three never underflow
 AUGMENTED_BURNIN = 0.5  # share of a private-collapsed chain's burn-in with lambda kept
 
