@@ -1,5 +1,3 @@
-import sys
+from lppf.cli import run
 
-from lppf.cli import main
-
-sys.exit(main())
+run()
