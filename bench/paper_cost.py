@@ -91,7 +91,8 @@ def seconds_per_iteration(shape, model, K, method, inference, iterations, seed=0
         est.fit(Y, alpha=alpha)
         return time.perf_counter() - start
 
-    restarts, _start.RESTARTS = _start.RESTARTS, dict.fromkeys(_start.RESTARTS, 1)  # timed apart
+    restarts = _start.RESTARTS  # one EM restart: the start is timed on its own
+    _start.RESTARTS = dict.fromkeys(restarts, 1)
     try:
         seconds(iterations)  # compile
         return max(seconds(3 * iterations) - seconds(iterations), 0.0) / (2 * iterations)
