@@ -7,7 +7,7 @@ Runs ``--sweeps`` sweeps of the ``private`` sampler on the light and heavy-taile
 ``(nu, a) = (|y~|, 2 sqrt((mu + lam+) lam-))``. Then, single-threaded and compiled, the
 median nanoseconds per draw of ``bessel_sample_nb`` on all cells, on the mode-0 cells
 (``(a/2)^2 < nu + 1``) and on the others, of the former mode-0 draw (the normalizing series
-summed, then inversion) on the mode-0 cells, and of a uniform of numba's generator; and the
+summed, then inversion) on the mode-0 cells, and of a uniform (the xoshiro stream); and the
 ratios. Medians of ``--repeats`` runs in one process: compare ratios, not absolute times, on
 a loaded machine.
 """
@@ -26,16 +26,16 @@ from numba import njit
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_kernels
 
-from lppf._numba import threads
+from lppf._numba import rng_state, threads, uniform
 from lppf.distributions import _chop_down, _series_sum, bessel_sample_nb
 from lppf.mcmc.pmf import allocate, initial_state, update_counts, update_factors
 
 
 @njit
-def _series_mode_zero(nu, a):
+def _series_mode_zero(nu, a, rs):
     """The former mode-0 draw: accept 0 against a bound, else invert against the series."""
     q = 0.25 * a * a
-    u = np.random.random()  # noqa: NPY002 (numba's generator)
+    u = uniform(rs)
     t1 = q / (nu + 1.0)
     if u * (1.0 + t1 / (1.0 - 0.5 * q / (nu + 2.0))) < 1.0:
         return 0
@@ -44,15 +44,15 @@ def _series_mode_zero(nu, a):
 
 @njit
 def _draw_all(nu, a, seed, kind):
-    np.random.seed(seed)  # noqa: NPY002 (numba's generator)
+    rs = rng_state(seed)
     total = 0.0
     for i in range(nu.size):
         if kind == 0:
-            total += bessel_sample_nb(nu[i], a[i])
+            total += bessel_sample_nb(nu[i], a[i], rs)
         elif kind == 1:
-            total += _series_mode_zero(nu[i], a[i])
+            total += _series_mode_zero(nu[i], a[i], rs)
         else:
-            total += np.random.random()  # noqa: NPY002 (numba's generator)
+            total += uniform(rs)
     return total
 
 

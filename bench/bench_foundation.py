@@ -16,6 +16,7 @@ import time
 import numpy as np
 from numba import njit
 
+from lppf._numba import rng_state
 from lppf.distributions import bessel_mean, bessel_sample_nb, bessel_var
 from lppf.mechanisms import privatize
 
@@ -25,10 +26,10 @@ GRID = [(0.0, 0.1), (1.0, 0.5), (3.0, 2.0), (0.0, 5.0), (10.0, 10.0), (0.0, 18.0
 
 @njit(cache=True)
 def _draw_many(nu, a, n, seed):
-    np.random.seed(seed)  # noqa: NPY002 (numba's generator)
+    rs = rng_state(seed)
     total = 0
     for _ in range(n):
-        total += bessel_sample_nb(nu, a)
+        total += bessel_sample_nb(nu, a, rs)
     return total
 
 

@@ -4,9 +4,12 @@ import itertools
 
 import numpy as np
 import pytest
+from gof import chisquare_pvalue
+from numba import njit
 from scipy import special
 
 from lppf import conditional
+from lppf._numba import rng_state
 
 
 def brute(t, a, mu):
@@ -63,9 +66,30 @@ def test_point_masses():
     np.testing.assert_array_equal(got, np.eye(6)[[3, 0]])  # alpha = 0: y = y~; mu = 0: y = 0
 
 
+@njit
+def _draws(t, mu, a, n, core_cells, core_mass, seed):
+    rs = rng_state(seed)
+    core = np.empty(core_cells)
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        out[i] = conditional.sample(t, mu, a, 1.0 / a, rs, core, core_mass)
+    return out
+
+
+@pytest.mark.parametrize(("core_cells", "core_mass"), [
+    (conditional.CORE_CELLS, conditional.CORE_MASS),  # as in the kernels
+    (conditional.CORE_CELLS, 0.5),  # tiny cores: the tails and redraws on most draws
+    (2, conditional.CORE_MASS),  # no room for the core: walk_sample
+])
+@pytest.mark.parametrize(("t", "mu", "a"), [(-3, 0.7, 0.5), (0, 40.0, 0.5), (1, 0.2, 0.3),
+                                            (3, 2.0, 0.5), (5, 30.0, 0.6), (40, 3.0, 0.9),
+                                            (300, 250.0, 0.2)])
+def test_sample_matches_the_pmf_from_core_tails_and_fallback(t, mu, a, core_cells, core_mass):
+    draws = _draws(t, mu, a, 20_000, core_cells, core_mass, 5)
+    assert chisquare_pvalue(draws, 0, brute(t, a, mu)[1]) > 1e-3
+
+
 def test_sample_with_a_rate_that_underflows_is_zero():
     """mu a below the smallest double: no division by zero, y = 0 (P(y > 0) < 1e-300)."""
-    from lppf.conditional import sample
-
-    assert sample(5, 5e-324, 0.1) == 0  # 5e-324 * 0.1 rounds to 0.0
-    assert sample(5, 0.0, 0.5) == 0
+    assert _draws(5, 5e-324, 0.1, 3, 8, 0.1, 0).tolist() == [0] * 3  # mu a rounds to 0.0
+    assert _draws(5, 0.0, 0.5, 3, 8, 0.1, 0).tolist() == [0] * 3

@@ -12,7 +12,7 @@ from numba import njit
 from scipy import special, stats
 
 from lppf import distributions as D
-from lppf._numba import threads
+from lppf._numba import rng_state, threads
 
 P_MIN = 0.01
 
@@ -186,10 +186,10 @@ def test_bessel_sample_rejects_bad_parameters():
 
 @njit
 def _draw_in_kernel(nu, a, n, seed):
-    np.random.seed(seed)  # noqa: NPY002 (numba's generator)
+    rs = rng_state(seed)
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
-        out[i] = D.bessel_sample_nb(nu, a)
+        out[i] = D.bessel_sample_nb(nu, a, rs)
     return out
 
 

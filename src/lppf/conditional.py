@@ -27,12 +27,14 @@ import math
 import numpy as np
 from numba import njit
 
-from lppf._numba import log_factorial
+from lppf._numba import log_factorial, uniform
 
 TINY_MASS = 2.0**-53  # relative mass below which a walk stops
 TINY_RATE = 1e-300  # floor for rates that enter a logarithm
 WALK_MAX_STEPS = 1000  # walks longer than this (pmfs wider than ~1e4): Poisson cdfs instead
 WALK_MAX_MODE = 1e15  # modes beyond this (not an exact integer): Poisson cdfs
+CORE_MASS = 2.0**-10  # relative mass where the core walk of sample stops
+CORE_CELLS = 128  # cells of its core (scratch length); wider pmfs: walk_sample
 _INV = 1.0 / np.arange(1.0, 257.0)  # 1 / (y + 1) for small y: multiplications, no divisions
 _EPS = 1e-16
 _FPMIN = 1e-300
@@ -123,17 +125,76 @@ def walk_sample(m, t, c_lo, c_hi, u):
     return m  # target within rounding of the total
 
 
-@njit(cache=True)
-def sample(t, mu, a):
-    """One draw of y ~ P(y | t, mu) for 0 < a < 1, mu >= 0 (numba's generator): Pois(mu a)
-    for t <= 0, else one uniform inverted by :func:`walk_sample`."""
-    if mu * a <= 0.0:  # mu = 0, or mu a below the smallest double: P(y > 0) < 1e-300
+@njit(cache=True, inline="always")
+def sample(t, mu, a, inv_a, rs, core, core_mass=CORE_MASS):
+    """One exact draw of y ~ P(y | t, mu) for 0 < a < 1 (``inv_a = 1 / a``), mu >= 0, from the
+    uniforms of the xoshiro state ``rs`` (:func:`lppf._numba.uniform`); ``core`` is scratch
+    (its length caps the cells of the core, wider pmfs go to :func:`walk_sample`).
+
+    Walking out from the mode until a mass drops to ``core_mass`` of the running total gives
+    the core masses and, as the ratios f(y + 1) / f(y) fall away from the mode
+    (log-concavity), a geometric bound on each tail beyond: Z <= Z_hi = core + bounds. A
+    target u Z_hi is inverted over the core, then over the tails walked exactly (to
+    ``TINY_MASS``); a target beyond them (probability (Z_hi - Z) / Z_hi) draws again. Each
+    try returns y with probability f(y) / Z_hi, so the accepted draw is exact, and most draws
+    never walk the tails."""
+    c_hi = mu * a
+    if c_hi <= 0.0:  # mu = 0, or mu a below the smallest double: P(y > 0) < 1e-300
         return 0
-    if t <= 0:
-        return np.random.poisson(mu * a)  # noqa: NPY002 (numba)
-    c_lo, c_hi = mu / a, mu * a
-    return walk_sample(mode(t, c_lo, c_hi), t, c_lo, c_hi,
-                       np.random.random())  # noqa: NPY002 (numba)
+    inv_mu = 1.0 / mu
+    c_lo, ic_lo, ic_hi = mu * inv_a, a * inv_mu, inv_a * inv_mu
+    m = mode(t, c_lo, c_hi)
+    size = len(core)
+    core[0] = 1.0
+    z, n = 1.0, 1
+    f, y = 1.0, m
+    while True:  # up: masses of m + 1, m + 2, ... until one is small
+        f *= ratio(y, t, c_lo, c_hi)
+        y += 1
+        if f <= core_mass * z or n == size:
+            break
+        core[n] = f
+        z += f
+        n += 1
+    r_up = ratio(y, t, c_lo, c_hi)
+    f_up, y_up, n_up = f, y, n
+    f, y = 1.0, m
+    f_dn, y_dn, r_dn = 0.0, 0, 0.0
+    while y > 0:  # down: masses of m - 1, m - 2, ..., 0 until one is small
+        f *= inv_ratio(y, t, ic_lo, ic_hi)
+        y -= 1
+        if (f <= core_mass * z and y > 0) or n == size:
+            f_dn, y_dn, r_dn = f, y, inv_ratio(y, t, ic_lo, ic_hi)
+            break
+        core[n] = f
+        z += f
+        n += 1
+    if n == size or r_up >= 1.0 or r_dn >= 1.0:  # too wide for the core (or no bound)
+        return walk_sample(m, t, c_lo, c_hi, uniform(rs))
+    z_hi = z + f_up / (1.0 - r_up) + f_dn / (1.0 - r_dn)
+    while True:
+        target = uniform(rs) * z_hi
+        cum = 0.0
+        for i in range(n):
+            cum += core[i]
+            if target < cum:
+                return m + i if i < n_up else m + n_up - 1 - i
+        f, y = f_up, y_up
+        while f > TINY_MASS * z:
+            cum += f
+            if target < cum:
+                return y
+            f *= ratio(y, t, c_lo, c_hi)
+            y += 1
+        f, y = f_dn, y_dn
+        while f > TINY_MASS * z:
+            cum += f
+            if target < cum:
+                return y
+            if y == 0:
+                break
+            f *= inv_ratio(y, t, ic_lo, ic_hi)
+            y -= 1
 
 
 # ---------------------------------------------------------------------------------------------

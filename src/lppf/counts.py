@@ -4,8 +4,9 @@ Both kernels update every unmasked cell of ``Y_out`` in place, given the privati
 ``Ytil`` (y~), the noise level ``alpha`` (2-d, broadcastable: (1, 1), (n_rows, 1) or
 (n_rows, n_cols)), the dense Poisson rate ``mu`` and the mask (True = held out, untouched).
 Cells with ``alpha = 0`` are noiseless: y = y~. Work runs in parallel over fixed chunks of
-``lppf._numba.CHUNK`` rows; chunk ``c`` reseeds numba's generator with ``seeds[c]`` (see
-``lppf._numba.chunk_seeds``), so results do not depend on the number of threads.
+``lppf._numba.CHUNK`` rows; chunk ``c`` seeds its generators (numba's, the xoshiro state of
+``lppf._numba.rng_state``) with ``seeds[c]`` (see ``lppf._numba.chunk_seeds``), so results
+do not depend on the number of threads.
 
 * :func:`sample_counts_private`: the Bessel augmentation of Schein et al. (ICML 2019),
   with auxiliary rates ``lam_plus``, ``lam_minus`` (float64, shape of Y) updated in place.
@@ -31,7 +32,7 @@ _SMALL_BINOMIAL = 16  # binomial sizes below this are drawn as sums of Bernoulli
 collapsed_count_nb = conditional.sample
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _gamma_int(shape, scale, rs):
     """Gamma(shape, scale) for a positive integer shape: a sum of exponentials when small
     (uniforms of the xoshiro state ``rs``)."""
@@ -54,10 +55,10 @@ def _binomial(n, p, rs):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _private_cell(t, mu, a, lp, lm, rs):
     """One augmented update of a noisy cell; returns (y, new lam+, new lam-)."""
-    m = bessel_sample_nb(abs(t), 2.0 * math.sqrt((mu + lp) * lm))
+    m = bessel_sample_nb(abs(t), 2.0 * math.sqrt((mu + lp) * lm), rs)
     if t <= 0:
         y_plus = m
         g_minus = m - t
@@ -100,7 +101,8 @@ def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
     """Exact update y ~ P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|, in place."""
     n_rows, n_cols = Ytil.shape
     for c in prange(len(seeds)):
-        np.random.seed(seeds[c])  # noqa: NPY002 (numba)
+        rs = rng_state(seeds[c])
+        core = np.empty(conditional.CORE_CELLS)
         for i in range(c * CHUNK, min((c + 1) * CHUNK, n_rows)):
             for j in range(n_cols):
                 if mask[i, j]:
@@ -109,4 +111,4 @@ def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
                 if a == 0.0:
                     Y_out[i, j] = Ytil[i, j]
                 else:
-                    Y_out[i, j] = collapsed_count_nb(Ytil[i, j], mu[i, j], a)
+                    Y_out[i, j] = collapsed_count_nb(Ytil[i, j], mu[i, j], a, 1.0 / a, rs, core)

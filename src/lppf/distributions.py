@@ -8,8 +8,8 @@ mode ``floor((sqrt(a^2+nu^2) - nu)/2)``, mean ``(a/2) I_(nu+1)(a) / I_nu(a)`` an
 ``a^2/4 - nu mean - mean^2`` (from ``E[m (m+nu)] = a^2/4``). It is discrete log-concave:
 ``P(m+1)/P(m) = (a/2)^2 / ((m+1)(m+1+nu))`` decreases in ``m``.
 
-The ``*_nb`` functions are scalar numba kernels, usable inside other ``prange`` kernels; they
-draw with numba's ``np.random`` (reseed per chunk, see :mod:`lppf._numba`). The other
+The ``*_nb`` functions are scalar numba kernels, usable inside other ``prange`` kernels; the
+sampler draws from a xoshiro state passed to it (one per chunk, see :mod:`lppf._numba`). The other
 functions are vectorized numpy entry points that broadcast their arguments.
 
 ``log I_nu(a)`` in numba (``log_bessel_i_nb``) combines three methods, each used where it is
@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit, prange
 from numpy.polynomial import Polynomial
 
-from lppf._numba import chunk_seeds
+from lppf._numba import chunk_seeds, rng_state, uniform
 
 _NU_DEBYE = 20.0  # Debye expansion from this order on
 _A_HANKEL = 30.0  # Hankel expansion for a >= max(_A_HANKEL, nu^2) (nu < _NU_DEBYE)
@@ -233,7 +233,7 @@ def _tail_left(u, k, t, nu, q):
 
 
 @njit(cache=True)
-def _sample_bounded(nu, q, mode):
+def _sample_bounded(nu, q, mode, rs):
     """Exact rejection-inversion without the normalizing constant.
 
     Terms ``P(m)/P(mode)`` are summed outward from the mode, giving a core [lo, hi], until the
@@ -263,7 +263,7 @@ def _sample_bounded(nu, q, mode):
     lo, t_lo, bound_lo = k, t, t * r / (1.0 - r)
     total = core + bound_hi + bound_lo
     while True:
-        u = np.random.random() * total  # noqa: NPY002 (numba's generator)
+        u = uniform(rs) * total
         if u < core:
             m = _chop_down(u, mode, 1.0, nu, q, lo, hi)
         elif u < core + bound_hi:
@@ -274,8 +274,8 @@ def _sample_bounded(nu, q, mode):
             return m
 
 
-@njit(cache=True)
-def _sample_mode_zero(nu, q):
+@njit(cache=True, inline="always")
+def _sample_mode_zero(nu, q, rs):
     """Exact draw of Bes(nu, a) with mode 0 (q = (a/2)^2 < nu + 1) by rejection-inversion:
     ``u`` uniform on [0, S_up), ``S_up = 1 + t1 / (1 - r1)`` bounding ``sum_m P(m)/P(0)``
     (t1 = q / (nu + 1) the term at 1, r1 = q / (2 (nu + 2)) the next ratio; ratios fall).
@@ -284,7 +284,7 @@ def _sample_mode_zero(nu, q):
     t1 = q / (nu + 1.0)
     s_up = 1.0 + t1 / (1.0 - 0.5 * q / (nu + 2.0))
     while True:
-        u = np.random.random() * s_up  # noqa: NPY002 (numba's generator)
+        u = uniform(rs) * s_up
         if u < 1.0:
             return 0
         m = _tail_right(u - 1.0, 0.0, 1.0, nu, q)
@@ -292,9 +292,10 @@ def _sample_mode_zero(nu, q):
             return m
 
 
-@njit(cache=True)
-def bessel_sample_nb(nu, a):
-    """One exact draw from Bes(nu, a) (nu >= 0, a >= 0; a == 0 returns 0).
+@njit(cache=True, inline="always")
+def bessel_sample_nb(nu, a, rs):
+    """One exact draw from Bes(nu, a) (nu >= 0, a >= 0; a == 0 returns 0), from the
+    uniforms of the xoshiro state ``rs`` (:func:`lppf._numba.rng_state`).
 
     Inversion by search from the mode outward with the pmf ratio
     ``P(m+1)/P(m) = (a/2)^2 / ((m+1)(m+1+nu))``, three ways:
@@ -308,14 +309,14 @@ def bessel_sample_nb(nu, a):
         return 0
     q = 0.25 * a * a
     if q < nu + 1.0:
-        return _sample_mode_zero(nu, q)
+        return _sample_mode_zero(nu, q, rs)
     mode = bessel_mode_nb(nu, a)
     var_approx = 1.0 / (1.0 / (mode + 1.0) + 1.0 / (mode + 1.0 + nu))
     if var_approx <= _VAR_BOUNDED or not (nu >= _NU_DEBYE or a >= max(_A_HANKEL, nu * nu)):
-        return _sample_bounded(nu, q, mode)
+        return _sample_bounded(nu, q, mode, rs)
     p_mode = math.exp(_log_term(mode, nu, a) - log_bessel_i_nb(nu, a))
     while True:
-        u = np.random.random()  # noqa: NPY002 (numba's generator)
+        u = uniform(rs)
         m = _chop_down(u, mode, p_mode, nu, q, 0.0, math.inf)
         if m >= 0:
             return m
@@ -325,9 +326,9 @@ def bessel_sample_nb(nu, a):
 def _bessel_sample_flat(nu, a, seeds, chunk):
     out = np.empty(nu.size, dtype=np.int64)
     for c in prange(seeds.size):
-        np.random.seed(seeds[c])  # noqa: NPY002 (per-chunk stream, see lppf._numba)
+        rs = rng_state(seeds[c])  # per-chunk stream, see lppf._numba
         for i in range(c * chunk, min((c + 1) * chunk, nu.size)):
-            out[i] = bessel_sample_nb(nu[i], a[i])
+            out[i] = bessel_sample_nb(nu[i], a[i], rs)
     return out
 
 

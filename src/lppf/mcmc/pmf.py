@@ -57,9 +57,10 @@ _BLOCK = 8  # components per block of the two-level search over K
 
 
 @njit(cache=True, inline="always")
-def _draw_component(u, bsum, theta_d, phi_v, K):
-    """Component k < K of the unit at ``u`` in [0, mu): the block, then the component within
-    it, each found by counting cumulative sums <= u (branch-free: no mispredicted exits)."""
+def _draw_component(u, bsum, Theta_DK, d, Phi_VK, v, K):
+    """Component k < K of the unit at ``u`` in [0, mu_dv): the block, then the component
+    within it, each found by counting cumulative sums <= u (branch-free: no mispredicted
+    exits)."""
     b = 0
     base = 0.0
     cum = 0.0
@@ -73,42 +74,43 @@ def _draw_component(u, bsum, theta_d, phi_v, K):
     k = 0
     cum = 0.0
     for j in range(k0, k0 + _BLOCK - 1):
-        cum += theta_d[j] * phi_v[j]
+        cum += Theta_DK[d, j] * Phi_VK[v, j]
         k += cum <= u
     return min(k0 + k, K - 1)
 
 
 @njit(cache=True, inline="always")
-def _allocate_cell(y, theta_d, phi_v, bsum, ydk, yvk, w, n, suffix, rs):
-    """Add Mult(y, theta_d * phi_v / mu) to ``ydk`` and ``yvk`` (length K); return mu.
+def _allocate_cell(y, Theta_DK, d, Phi_VK, v, bsum, Y_DK, Y_VK, w, n, suffix, rs):
+    """Add Mult(y, theta_d * phi_v / mu_dv) to rows ``Y_DK[d]`` and ``Y_VK[v]``; return mu_dv.
     Small counts: one uniform of the xoshiro state ``rs`` per unit (:func:`lppf._numba.uniform`).
 
-    ``theta_d``, ``phi_v`` are zero-padded to a multiple of _BLOCK: the block sums are then
-    fixed-length independent dependency chains that the compiler unrolls and the CPU overlaps.
-    ``w``, ``suffix`` (K,) float and ``n`` (K,) int are scratch for large counts.
+    Rows are indexed in place, not sliced: a slice per cell costs numba a reference count.
+    ``Theta_DK``, ``Phi_VK`` are zero-padded to a multiple of _BLOCK columns: the block sums
+    are then fixed-length independent dependency chains that the compiler unrolls and the CPU
+    overlaps. ``w``, ``suffix`` (K,) float and ``n`` (K,) int are scratch for large counts.
     """
-    K = len(ydk)
+    K = Y_DK.shape[1]
     total = 0.0
     for b in range(len(bsum)):
         s = 0.0
         for k in range(b * _BLOCK, (b + 1) * _BLOCK):
-            s += theta_d[k] * phi_v[k]
+            s += Theta_DK[d, k] * Phi_VK[v, k]
         bsum[b] = s
         total += s
     if y <= 2 * K and total > 0.0:
         for _ in range(y):
-            k = _draw_component(uniform(rs) * total, bsum, theta_d, phi_v, K)
-            ydk[k] += 1
-            yvk[k] += 1
+            k = _draw_component(uniform(rs) * total, bsum, Theta_DK, d, Phi_VK, v, K)
+            Y_DK[d, k] += 1
+            Y_VK[v, k] += 1
     elif total <= 0.0:  # every rate underflowed: spread uniformly
-        _allocate_uniform(y, ydk, yvk)
+        _allocate_uniform(y, Y_DK[d], Y_VK[v])
     else:  # large counts: conditional binomials
         for k in range(K):
-            w[k] = theta_d[k] * phi_v[k]
+            w[k] = Theta_DK[d, k] * Phi_VK[v, k]
         multinomial(y, w, n, suffix)
         for k in range(K):
-            ydk[k] += n[k]
-            yvk[k] += n[k]
+            Y_DK[d, k] += n[k]
+            Y_VK[v, k] += n[k]
     return total
 
 
@@ -149,8 +151,8 @@ def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
                 y = Y[d, v]
                 if y == 0 or mask[d, v]:
                     continue
-                mu = _allocate_cell(y, Theta_DK[d], Phi_VK[v], bsum, Y_DK[d], acc[v], w, n,
-                                    suffix, rs)
+                mu = _allocate_cell(y, Theta_DK, d, Phi_VK, v, bsum, Y_DK, acc, w, n, suffix,
+                                    rs)
                 ll += _cell_loglik(y, mu)
         loglik_X[c] = ll
 
@@ -171,8 +173,8 @@ def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TV
             Y_DK[d] = 0
             for i in range(indptr[d], indptr[d + 1]):
                 v = indices[i]
-                mu = _allocate_cell(counts[i], Theta_DK[d], Phi_VK[v], bsum, Y_DK[d],
-                                    acc[v], w, n, suffix, rs)
+                mu = _allocate_cell(counts[i], Theta_DK, d, Phi_VK, v, bsum, Y_DK, acc, w,
+                                    n, suffix, rs)
                 ll += _cell_loglik(counts[i], mu)
         loglik_X[c] = ll
 
