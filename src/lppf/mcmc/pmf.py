@@ -57,49 +57,47 @@ _BLOCK = 8  # components per block of the two-level search over K
 
 
 @njit(cache=True, inline="always")
-def _draw_component(u, bsum, Theta_DK, d, Phi_VK, v, K):
-    """Component k < K of the unit at ``u`` in [0, mu_dv): the block, then the component
-    within it, each found by counting cumulative sums <= u (branch-free: no mispredicted
-    exits)."""
+def _draw_component(u, bcum, icum, K):
+    """Component k < K of the unit at ``u`` in [0, mu_dv) from the cumulative sums of
+    :func:`_allocate_cell`: the block, then the component within it, each found by counting
+    cumulative sums <= u (independent comparisons, no mispredicted exits)."""
     b = 0
-    base = 0.0
-    cum = 0.0
-    for j in range(len(bsum) - 1):
-        cum += bsum[j]
-        below = cum <= u
-        b += below
-        base = cum if below else base
-    u -= base
+    for j in range(1, len(bcum) - 1):
+        b += bcum[j] <= u
+    u -= bcum[b]
     k0 = b * _BLOCK
     k = 0
-    cum = 0.0
     for j in range(k0, k0 + _BLOCK - 1):
-        cum += Theta_DK[d, j] * Phi_VK[v, j]
-        k += cum <= u
+        k += icum[j] <= u
     return min(k0 + k, K - 1)
 
 
 @njit(cache=True, inline="always")
-def _allocate_cell(y, Theta_DK, d, Phi_VK, v, bsum, Y_DK, Y_VK, w, n, suffix, rs):
+def _allocate_cell(y, Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK, Y_VK, w, n, suffix, rs):
     """Add Mult(y, theta_d * phi_v / mu_dv) to rows ``Y_DK[d]`` and ``Y_VK[v]``; return mu_dv.
     Small counts: one uniform of the xoshiro state ``rs`` per unit (:func:`lppf._numba.uniform`).
 
-    Rows are indexed in place, not sliced: a slice per cell costs numba a reference count.
-    ``Theta_DK``, ``Phi_VK`` are zero-padded to a multiple of _BLOCK columns: the block sums
-    are then fixed-length independent dependency chains that the compiler unrolls and the CPU
-    overlaps. ``w``, ``suffix`` (K,) float and ``n`` (K,) int are scratch for large counts.
+    ``Theta_DK``, ``Phi_VK`` are zero-padded to a multiple of _BLOCK columns; ``bcum`` (blocks
+    + 1) gets the cumulative block sums after a leading 0 and ``icum`` (padded K) the
+    cumulative sums within each block, once per cell, so that a unit costs a uniform and two
+    rows of comparisons. The block sums are fixed-length independent dependency chains that the
+    compiler unrolls and the CPU overlaps. Rows are indexed in place, not sliced: a slice
+    per cell costs numba a reference count. ``w``, ``suffix`` (K,) float and ``n`` (K,) int
+    are scratch for large counts.
     """
     K = Y_DK.shape[1]
     total = 0.0
-    for b in range(len(bsum)):
+    bcum[0] = 0.0
+    for b in range(len(bcum) - 1):
         s = 0.0
         for k in range(b * _BLOCK, (b + 1) * _BLOCK):
             s += Theta_DK[d, k] * Phi_VK[v, k]
-        bsum[b] = s
+            icum[k] = s
         total += s
+        bcum[b + 1] = total
     if y <= 2 * K and total > 0.0:
         for _ in range(y):
-            k = _draw_component(uniform(rs) * total, bsum, Theta_DK, d, Phi_VK, v, K)
+            k = _draw_component(uniform(rs) * total, bcum, icum, K)
             Y_DK[d, k] += 1
             Y_VK[v, k] += 1
     elif total <= 0.0:  # every rate underflowed: spread uniformly
@@ -140,7 +138,7 @@ def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
     for c in prange(len(seeds)):
         np.random.seed(seeds[c])  # noqa: NPY002 (numba)
         rs = rng_state(seeds[c])
-        bsum = np.empty(Theta_DK.shape[1] // _BLOCK)
+        bcum, icum = np.empty(Theta_DK.shape[1] // _BLOCK + 1), np.empty(Theta_DK.shape[1])
         K = Y_DK.shape[1]
         w, suffix, n = np.empty(K), np.empty(K), np.empty(K, np.int64)
         acc = Y_TVK[numba.get_thread_id()]
@@ -151,8 +149,8 @@ def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
                 y = Y[d, v]
                 if y == 0 or mask[d, v]:
                     continue
-                mu = _allocate_cell(y, Theta_DK, d, Phi_VK, v, bsum, Y_DK, acc, w, n, suffix,
-                                    rs)
+                mu = _allocate_cell(y, Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK, acc, w, n,
+                                    suffix, rs)
                 ll += _cell_loglik(y, mu)
         loglik_X[c] = ll
 
@@ -164,7 +162,7 @@ def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TV
     for c in prange(len(seeds)):
         np.random.seed(seeds[c])  # noqa: NPY002 (numba)
         rs = rng_state(seeds[c])
-        bsum = np.empty(Theta_DK.shape[1] // _BLOCK)
+        bcum, icum = np.empty(Theta_DK.shape[1] // _BLOCK + 1), np.empty(Theta_DK.shape[1])
         K = Y_DK.shape[1]
         w, suffix, n = np.empty(K), np.empty(K), np.empty(K, np.int64)
         acc = Y_TVK[numba.get_thread_id()]
@@ -173,8 +171,8 @@ def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TV
             Y_DK[d] = 0
             for i in range(indptr[d], indptr[d + 1]):
                 v = indices[i]
-                mu = _allocate_cell(counts[i], Theta_DK, d, Phi_VK, v, bsum, Y_DK, acc, w,
-                                    n, suffix, rs)
+                mu = _allocate_cell(counts[i], Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK,
+                                    acc, w, n, suffix, rs)
                 ll += _cell_loglik(counts[i], mu)
         loglik_X[c] = ll
 
