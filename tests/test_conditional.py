@@ -81,9 +81,12 @@ def _draws(t, mu, a, n, core_cells, core_mass, seed):
     (conditional.CORE_CELLS, 0.5),  # tiny cores: the tails and redraws on most draws
     (2, conditional.CORE_MASS),  # no room for the core: walk_sample
 ])
-@pytest.mark.parametrize(("t", "mu", "a"), [(-3, 0.7, 0.5), (0, 40.0, 0.5), (1, 0.2, 0.3),
-                                            (3, 2.0, 0.5), (5, 30.0, 0.6), (40, 3.0, 0.9),
-                                            (300, 250.0, 0.2)])
+@pytest.mark.parametrize(("t", "mu", "a"), [
+    (-3, 0.7, 0.5), (-1, 20.0, 0.5),  # y~ <= 0: Poisson by inversion from 0
+    (0, 40.0, 0.5),  # y~ <= 0, mu alpha >= SMALL_POISSON: walked from the mode
+    (1, 0.2, 0.3), (3, 2.0, 0.5), (8, 6.0, 0.5), (40, 3.0, 0.9),  # walked from 0
+    (5, 30.0, 0.6), (300, 250.0, 0.2),  # walked from the mode
+])
 def test_sample_matches_the_pmf_from_core_tails_and_fallback(t, mu, a, core_cells, core_mass):
     draws = _draws(t, mu, a, 20_000, core_cells, core_mass, 5)
     assert chisquare_pvalue(draws, 0, brute(t, a, mu)[1]) > 1e-3

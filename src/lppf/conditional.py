@@ -35,6 +35,8 @@ WALK_MAX_STEPS = 1000  # walks longer than this (pmfs wider than ~1e4): Poisson 
 WALK_MAX_MODE = 1e15  # modes beyond this (not an exact integer): Poisson cdfs
 CORE_MASS = 2.0**-10  # relative mass where the core walk of sample stops
 CORE_CELLS = 128  # cells of its core (scratch length); wider pmfs: walk_sample
+SMALL_POISSON = 16.0  # y~ <= 0: Pois(mu alpha) by inversion from 0 below this mean
+FROM_ZERO = 16.0  # mu / alpha below this: the core walk starts at 0, not at the mode
 _INV = 1.0 / np.arange(1.0, 257.0)  # 1 / (y + 1) for small y: multiplications, no divisions
 _EPS = 1e-16
 _FPMIN = 1e-300
@@ -126,24 +128,48 @@ def walk_sample(m, t, c_lo, c_hi, u):
 
 
 @njit(cache=True, inline="always")
+def poisson_small(lam, rs):
+    """Pois(lam) for 0 < lam < ``SMALL_POISSON`` by inversion from 0 with P(0) = e^-lam (a
+    uniform of the xoshiro state ``rs``); a uniform past the summed masses (rounding) draws
+    again."""
+    while True:
+        u = uniform(rs)
+        p = math.exp(-lam)
+        cum = p
+        y = 0
+        while u >= cum and p > TINY_MASS * cum:
+            y += 1
+            p *= lam * _INV[y - 1] if y <= len(_INV) else lam / y
+            cum += p
+        if u < cum:
+            return y
+
+
+@njit(cache=True, inline="always")
 def sample(t, mu, a, inv_a, rs, core, core_mass=CORE_MASS):
     """One exact draw of y ~ P(y | t, mu) for 0 < a < 1 (``inv_a = 1 / a``), mu >= 0, from the
     uniforms of the xoshiro state ``rs`` (:func:`lppf._numba.uniform`); ``core`` is scratch
     (its length caps the cells of the core, wider pmfs go to :func:`walk_sample`).
 
-    Walking out from the mode until a mass drops to ``core_mass`` of the running total gives
+    y~ <= 0 with mu alpha < ``SMALL_POISSON``: :func:`poisson_small`. Otherwise, walking out
+    from the mode (from 0 when mu / alpha < ``FROM_ZERO``: no walk down, and masses relative
+    to f(0) stay below e^16) until a mass drops to ``core_mass`` of the running total gives
     the core masses and, as the ratios f(y + 1) / f(y) fall away from the mode
     (log-concavity), a geometric bound on each tail beyond: Z <= Z_hi = core + bounds. A
     target u Z_hi is inverted over the core, then over the tails walked exactly (to
     ``TINY_MASS``); a target beyond them (probability (Z_hi - Z) / Z_hi) draws again. Each
     try returns y with probability f(y) / Z_hi, so the accepted draw is exact, and most draws
-    never walk the tails."""
+    never walk the tails. (A walk up from 0 cannot stop before the mode: there each mass is
+    the largest so far, above ``core_mass`` of the total for fewer than 1 / ``core_mass``
+    cells; if it did, the ratio would be >= 1 and :func:`walk_sample` takes over.)"""
     c_hi = mu * a
     if c_hi <= 0.0:  # mu = 0, or mu a below the smallest double: P(y > 0) < 1e-300
         return 0
+    if t <= 0 and c_hi < SMALL_POISSON:
+        return poisson_small(c_hi, rs)
     inv_mu = 1.0 / mu
     c_lo, ic_lo, ic_hi = mu * inv_a, a * inv_mu, inv_a * inv_mu
-    m = mode(t, c_lo, c_hi)
+    m = mode(t, c_lo, c_hi) if c_lo >= FROM_ZERO else 0
     size = len(core)
     core[0] = 1.0
     z, n = 1.0, 1
