@@ -6,11 +6,11 @@
 Sizes: ``network`` (161 x 161, C = 5, community model), ``enron`` (1000 x 1400, K = 25) and
 ``v1`` (1000 x 1000, K = 50). Data: factors ~ Gamma(0.5, rate 3.5 / sqrt(K / 50)) (mean
 count about 1), privatized with alpha = 0.5. Each row reports the mean wall time of
-``--iterations`` sweeps after ``--warmup`` sweeps (numba compilation excluded), the CPU
-seconds per sweep summed over threads (robust to a busy machine), the wall time of the
-allocation step alone, the peak of Python-level allocations during the sweeps (tracemalloc)
-and the sampler's state in bytes per cell (true counts, y~, lambda+-, mu, accumulators of
-the posterior means, per-thread allocation totals). Numbers depend on the machine's load:
+``--iterations`` sweeps after ``--warmup`` sweeps (numba compilation excluded; BLAS on one
+thread, as in the fits), the CPU seconds per sweep summed over threads (robust to a busy
+machine), the wall time of the allocation step alone, the peak of Python-level allocations
+during the sweeps (tracemalloc) and the sampler's state in bytes per cell (true counts, y~,
+lambda+-, mu, accumulators of the posterior means, per-thread allocation totals). Numbers depend on the machine's load:
 compare ratios within one run.
 """
 
@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from lppf import mechanisms, synthetic
+from lppf._numba import blas_single
 from lppf._numba import threads as numba_threads
 from lppf.mcmc import fit_mcmc
 from lppf.mcmc.pmf import allocate, gibbs_sweep, initial_state
@@ -108,7 +109,7 @@ def main(argv=None) -> None:
         for method in args.methods:
             data = make_data(model, n_rows, n_cols, K, method)
             for n in args.threads:
-                with numba_threads(n):
+                with numba_threads(n), blas_single():  # as in lppf.mcmc.fit_mcmc
                     try:
                         run = bench_pmf if model == "pmf" else bench_community
                         sec, cpu, alloc, peak, state = run(data, method, K, args.iterations,
