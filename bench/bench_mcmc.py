@@ -10,8 +10,8 @@ count about 1), privatized with alpha = 0.5. Each row reports the mean wall time
 thread, as in the fits), the CPU seconds per sweep summed over threads (robust to a busy
 machine), the wall time of the allocation step alone, the peak of Python-level allocations
 during the sweeps (tracemalloc) and the sampler's state in bytes per cell (true counts, y~,
-lambda+-, mu, accumulators of the posterior means, per-thread allocation totals). Numbers depend on the machine's load:
-compare ratios within one run.
+lambda+-, mu, accumulators of the posterior means, per-thread allocation totals). Numbers
+depend on the machine's load: compare ratios within one run.
 """
 
 from __future__ import annotations
