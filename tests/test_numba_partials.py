@@ -74,3 +74,19 @@ def test_community_allocation_conserves_counts_for_any_thread_count():
                                    rtol=1e-12)
     for a, b in zip(*out, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_pmf_allocation_loglik_over_rates_of_every_magnitude():
+    """Counts of 1 take log mu through a running product: rates from 1e-240 to 1e240 (inside
+    and outside its range, products crossing it both ways) give the summed logs."""
+    rng = np.random.default_rng(3)
+    Y = np.ones((N, 40), np.int64)
+    Y[:, ::7] = 2
+    theta = 10.0 ** rng.uniform(-120, 120, (N, 1)) * rng.gamma(1.0, 1.0, (N, 3))
+    phi = 10.0 ** rng.uniform(-120, 120, (1, 40)) * rng.gamma(1.0, 1.0, (3, 40))
+    mask = np.zeros(Y.shape, bool)
+    state = make_state(FitData(Y, np.zeros((1, 1)), mask), "nonprivate", theta, phi)
+    loglik = allocate(state, FitData(Y, np.zeros((1, 1)), mask), np.random.default_rng(1))[2]
+    mu = theta @ phi
+    assert mu.min() < 1e-150 and mu.max() > 1e150
+    np.testing.assert_allclose(loglik, _loglik(Y, mu), rtol=1e-12)

@@ -48,6 +48,7 @@ from lppf.mcmc._start import best_start
 from lppf.results import PRIVATE_METHODS, FitData, FitResult
 
 _FLOOR = np.finfo(np.float64).tiny  # gamma draws that underflow to 0 are lifted to this
+_PROD_MIN, _PROD_MAX = 1e-150, 1e150  # range of a running product of rates
 
 
 # ---------------------------------------------------------------------------- allocation
@@ -121,11 +122,20 @@ def _allocate_uniform(y, ydk, yvk):
 
 
 @njit(cache=True, inline="always")
-def _cell_loglik(y, mu):
-    """y log mu - log y!"""
+def _add_loglik(y, mu, ll):
+    """``ll`` = (sum, running product) plus y log mu - log y!: log mu of the cells with y = 1
+    (the most common count) goes into the product, kept within (_PROD_MIN, _PROD_MAX) so
+    that it never under- or overflows, and is logged once it leaves that range; the total
+    is sum + log(product)."""
+    total, prod = ll
+    if y == 1 and _PROD_MIN < mu < _PROD_MAX:
+        prod *= mu
+        if _PROD_MIN < prod < _PROD_MAX:
+            return total, prod
+        return total + math.log(prod), 1.0
     if mu <= 0.0:
-        return -math.inf
-    return y * math.log(mu) - log_factorial(y)
+        return -math.inf, prod
+    return total + y * math.log(mu) - log_factorial(y), prod
 
 
 @njit(cache=True, parallel=True)
@@ -142,7 +152,7 @@ def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
         K = Y_DK.shape[1]
         w, suffix, n = np.empty(K), np.empty(K), np.empty(K, np.int64)
         acc = Y_TVK[numba.get_thread_id()]
-        ll = 0.0
+        ll = (0.0, 1.0)
         for d in range(c * CHUNK, min((c + 1) * CHUNK, D)):
             Y_DK[d] = 0
             for v in range(V):
@@ -151,8 +161,8 @@ def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
                     continue
                 mu = _allocate_cell(y, Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK, acc, w, n,
                                     suffix, rs)
-                ll += _cell_loglik(y, mu)
-        loglik_X[c] = ll
+                ll = _add_loglik(y, mu, ll)
+        loglik_X[c] = ll[0] + math.log(ll[1])
 
 
 @njit(cache=True, parallel=True)
@@ -166,15 +176,15 @@ def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TV
         K = Y_DK.shape[1]
         w, suffix, n = np.empty(K), np.empty(K), np.empty(K, np.int64)
         acc = Y_TVK[numba.get_thread_id()]
-        ll = 0.0
+        ll = (0.0, 1.0)
         for d in range(c * CHUNK, min((c + 1) * CHUNK, D)):
             Y_DK[d] = 0
             for i in range(indptr[d], indptr[d + 1]):
                 v = indices[i]
                 mu = _allocate_cell(counts[i], Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK,
                                     acc, w, n, suffix, rs)
-                ll += _cell_loglik(counts[i], mu)
-        loglik_X[c] = ll
+                ll = _add_loglik(counts[i], mu, ll)
+        loglik_X[c] = ll[0] + math.log(ll[1])
 
 
 # ---------------------------------------------------------------------------- state
