@@ -78,10 +78,10 @@ def _allocate_cell(y, Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK, Y_VK, w, n, suff
     """Add Mult(y, theta_d * phi_v / mu_dv) to rows ``Y_DK[d]`` and ``Y_VK[v]``; return mu_dv.
     Small counts: one uniform of the xoshiro state ``rs`` per unit (:func:`lppf._numba.uniform`).
 
-    ``Theta_DK``, ``Phi_VK`` are zero-padded to a multiple of _BLOCK columns; ``bcum`` (blocks
-    + 1) gets the cumulative block sums after a leading 0 and ``icum`` (padded K) the
-    cumulative sums within each block, once per cell, so that a unit costs a uniform and two
-    rows of comparisons. The block sums are fixed-length independent dependency chains that the
+    ``Theta_DK``, ``Phi_VK`` are zero-padded to a multiple of _BLOCK columns; ``bcum``
+    (n_blocks + 1,) gets the cumulative block sums after a leading 0 and ``icum`` (padded K,)
+    the cumulative sums within each block, once per cell, so that a unit costs a uniform and
+    two rows of comparisons. The block sums are fixed-length independent dependency chains that the
     compiler unrolls and the CPU overlaps. Rows are indexed in place, not sliced: a slice
     per cell costs numba a reference count. ``w``, ``suffix`` (K,) float and ``n`` (K,) int
     are scratch for large counts.
