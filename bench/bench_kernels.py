@@ -102,8 +102,7 @@ def bench_method(data: FitData, method: str, n_iter: int, warmup: int) -> dict:
 def saved_cost(data: FitData, method: str, n_iter: int, warmup: int) -> float:
     """Median seconds a saved sample adds to a chain (:class:`lppf.mcmc.pmf.PMFChain`, the
     driver's :class:`lppf.mcmc._driver.SavedSamples`): (save + the sweep after it) minus
-    the sweep before it, so that the product Theta Phi a private method's next sweep reuses
-    counts once."""
+    the sweep before it, so that work a save moves into the next sweep counts too."""
     chain = PMFChain(data, initial_state(data, method, K, np.random.default_rng(2)), 0.1, 1.0,
                      np.random.default_rng(3))
     saved = SavedSamples(warmup + n_iter, diagnostic_cells(data.mask))

@@ -1,5 +1,6 @@
 """PMF Gibbs samplers: Geweke joint-distribution tests, reproducibility, recovery."""
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,7 +10,7 @@ from scipy import stats
 
 from lppf._numba import threads
 from lppf.mcmc import fit_mcmc
-from lppf.mcmc.pmf import PMFChain, allocate, gibbs_sweep, make_state
+from lppf.mcmc.pmf import PMFChain, allocate, gibbs_sweep, initial_state, log_joint, make_state
 from lppf.results import FitData
 
 A0, B0 = 1.0, 1.0
@@ -170,21 +171,26 @@ def test_same_seed_same_result_for_any_thread_count(method):
             np.testing.assert_array_equal(fit.y_hat, fits[0].y_hat)
 
 
-@pytest.mark.parametrize("method", ["private", "private-collapsed"])
-def test_a_saved_samples_rate_reused_by_the_next_sweep_changes_nothing(method, monkeypatch):
-    _, _, Ytil = synthetic(6, alpha=0.5, D=40, V=30)
-    data = FitData(Ytil, np.full((1, 1), 0.5), np.zeros(Ytil.shape, bool))
-
-    def fit():
-        return fit_mcmc("pmf", data, method=method, n_components=3, a0=0.1, b0=1.0,
-                        n_iter=9, burnin=3, thin=1, rng=np.random.default_rng(5), threads=1)
-
-    reused = fit()
-    monkeypatch.setattr(PMFChain, "mu", lambda self: self.state.Theta @ self.state.Phi)
-    fresh = fit()
-    np.testing.assert_array_equal(reused.samples["theta"], fresh.samples["theta"])
-    np.testing.assert_array_equal(reused.log_joint, fresh.log_joint)
-    np.testing.assert_array_equal(reused.y_hat, fresh.y_hat)
+@pytest.mark.parametrize("method", ["private", "private-collapsed", "naive", "nonprivate"])
+def test_a_chain_runs_gibbs_sweeps_and_scores_the_state_it_leaves(method):
+    """A chain's sweep is gibbs_sweep's updates cut after the allocation: the same counts,
+    the factors one sweep behind, and the log joint of the (counts, factors) it leaves."""
+    _, Y, Ytil = synthetic(6, alpha=0.5, D=40, V=30)
+    mask = np.random.default_rng(3).random(Y.shape) < 0.1
+    data = (FitData(Y, np.zeros((1, 1)), mask) if method == "nonprivate"
+            else FitData(Ytil, np.linspace(0.3, 0.7, 40)[:, None], mask))
+    start = initial_state(data, method, 3, np.random.default_rng(1))
+    chain = PMFChain(data, copy.deepcopy(start), 0.1, 1.0, np.random.default_rng(2))
+    ref, rng = copy.deepcopy(start), np.random.default_rng(2)
+    for _ in range(4):
+        factors = ref.Theta.copy(), ref.Phi.copy()
+        assert chain.sweep() == pytest.approx(gibbs_sweep(ref, data, 0.1, 1.0, rng), rel=1e-12)
+        np.testing.assert_array_equal(chain.state.Y, ref.Y)
+        np.testing.assert_array_equal(chain.state.Theta, factors[0])
+        np.testing.assert_array_equal(chain.state.Phi, factors[1])
+        np.testing.assert_allclose(chain.mu(), factors[0] @ factors[1], rtol=1e-12)
+        expected = log_joint(chain.state, data, 0.1, 1.0)
+        assert chain.log_joint(chain.mu()) == pytest.approx(expected, rel=1e-12)
 
 
 def test_outputs_shapes_fix_and_mask():

@@ -174,7 +174,7 @@ def at(X, i, j):
 
 
 @njit(cache=True, parallel=True)
-def _count_loglik_chunks(Y, mu, mask, Ytil, log_alpha, log_norm, out_X):
+def _count_loglik_chunks(Y, mu, mask, Ytil, log_alpha, log_norm, poisson, out_X):
     D, V = Y.shape
     per_column = log_alpha.shape[1] > 1
     for c in prange(len(out_X)):
@@ -183,7 +183,9 @@ def _count_loglik_chunks(Y, mu, mask, Ytil, log_alpha, log_norm, out_X):
             if per_column:
                 for j in range(V):
                     if not mask[i, j]:
-                        acc += poisson_logpmf(Y[i, j], mu[i, j]) + at(log_norm, i, j)
+                        if poisson:
+                            acc += poisson_logpmf(Y[i, j], mu[i, j])
+                        acc += at(log_norm, i, j)
                         d = abs(Ytil[i, j] - Y[i, j])
                         if d != 0:
                             acc += d * at(log_alpha, i, j)
@@ -193,7 +195,8 @@ def _count_loglik_chunks(Y, mu, mask, Ytil, log_alpha, log_norm, out_X):
             for j in range(V):
                 if not mask[i, j]:
                     y = Y[i, j]
-                    pois += poisson_logpmf(y, mu[i, j])
+                    if poisson:
+                        pois += poisson_logpmf(y, mu[i, j])
                     tau += abs(Ytil[i, j] - y)
                     n_obs += 1
             acc += pois + n_obs * at(log_norm, i, 0)
@@ -202,15 +205,16 @@ def _count_loglik_chunks(Y, mu, mask, Ytil, log_alpha, log_norm, out_X):
         out_X[c] = acc
 
 
-def count_loglik(Y: np.ndarray, mu: np.ndarray, mask: np.ndarray, Ytil: np.ndarray | None = None,
-                 alpha: np.ndarray | None = None) -> float:
+def count_loglik(Y: np.ndarray, mu: np.ndarray | None, mask: np.ndarray,
+                 Ytil: np.ndarray | None = None, alpha: np.ndarray | None = None) -> float:
     """``sum over unmasked cells of log Pois(y; mu) + log 2Geo(y~ - y; alpha)``.
 
     ``Y``, ``Ytil`` (D, V) integers, ``mu`` (D, V), ``mask`` (D, V) bool (True: skipped),
-    ``alpha`` broadcastable 2-d in [0, 1); ``Ytil = None``: the Poisson term only. The noise
-    term is ``log((1 - alpha)/(1 + alpha)) + |y~ - y| log alpha`` (alpha = 0: 0 if y~ = y,
-    else -inf), as :func:`lppf.mechanisms.noise_logpmf`. Partial sums per fixed chunk of
-    rows (:func:`chunk_partials`): the same result for any thread count."""
+    ``alpha`` broadcastable 2-d in [0, 1); ``Ytil = None``: the Poisson term only,
+    ``mu = None``: the noise term only. The noise term is
+    ``log((1 - alpha)/(1 + alpha)) + |y~ - y| log alpha`` (alpha = 0: 0 if y~ = y, else
+    -inf), as :func:`lppf.mechanisms.noise_logpmf`. Partial sums per fixed chunk of rows
+    (:func:`chunk_partials`): the same result for any thread count."""
     if Ytil is None:
         Ytil, alpha = Y, np.zeros((1, 1))
     alpha = np.asarray(alpha, dtype=np.float64)
@@ -218,8 +222,10 @@ def count_loglik(Y: np.ndarray, mu: np.ndarray, mask: np.ndarray, Ytil: np.ndarr
         log_alpha = np.log(alpha)
     log_norm = np.log1p(-alpha) - np.log1p(alpha)
     out_X = chunk_partials(n_chunks(len(Y)))
+    poisson = mu is not None
     with at_most(len(out_X)):
-        _count_loglik_chunks(Y, mu, mask, Ytil, log_alpha, log_norm, out_X)
+        _count_loglik_chunks(Y, mu if poisson else np.zeros((1, 1)), mask, Ytil, log_alpha,
+                             log_norm, poisson, out_X)
     return float(total(out_X))
 
 

@@ -261,13 +261,12 @@ def _observed_weights(mask: np.ndarray) -> np.ndarray | None:
 
 
 def update_counts(state: PMFState, data: FitData, rng: np.random.Generator,
-                  mu: np.ndarray | None = None, mu_current: bool = False) -> None:
-    """Resample the true counts (private methods) given y~ and mu = Theta @ Phi (computed
-    into the buffer ``mu``, or already there when ``mu_current``)."""
+                  mu: np.ndarray | None = None) -> None:
+    """Resample the true counts (private methods) given y~ and mu = Theta @ Phi, computed
+    into the buffer ``mu`` when one is given."""
     if state.method not in PRIVATE_METHODS:
         return
-    if not mu_current:
-        mu = np.matmul(state.Theta, state.Phi, out=mu)
+    mu = np.matmul(state.Theta, state.Phi, out=mu)
     seeds = chunk_seeds(rng, len(state.Y))
     with at_most(len(seeds)):
         if state.method == "private":
@@ -303,35 +302,45 @@ def allocate(state: PMFState, data: FitData, rng: np.random.Generator
     return Y_DK, total(Y_TVK).T, float(total(loglik_X))
 
 
+def _theta_rate(Phi: np.ndarray, W_DV: np.ndarray | None, shape: tuple) -> np.ndarray:
+    """(D, K) ``sum over observed v of phi_kv``."""
+    return W_DV @ Phi.T if W_DV is not None else np.broadcast_to(Phi.sum(axis=1), shape)
+
+
+def observed_mu_sum(Theta: np.ndarray, Phi: np.ndarray, W_DV: np.ndarray | None) -> float:
+    """``sum over observed cells of mu``, the rate term of the log likelihood."""
+    return float(np.sum(Theta * _theta_rate(Phi, W_DV, Theta.shape)))
+
+
 def update_factors(state: PMFState, Y_DK: np.ndarray, Y_KV: np.ndarray,
                    W_DV: np.ndarray | None, a0: float, b0: float, fix: dict,
-                   rng: np.random.Generator) -> float:
-    """Draw Theta then Phi from their gamma conditionals; return sum over observed cells of
-    mu (at the factors on entry), the rate term of the log likelihood."""
-    Theta, Phi = state.Theta, state.Phi
-    rate_DK = W_DV @ Phi.T if W_DV is not None else np.broadcast_to(Phi.sum(axis=1), Theta.shape)
-    mu_sum = float(np.sum(Theta * rate_DK))
+                   rng: np.random.Generator) -> tuple[float, float]:
+    """Draw Theta then Phi from their gamma conditionals; return the sum over observed cells
+    of mu at the factors on entry and at those on exit (from the rates of the draws)."""
+    Theta = state.Theta
+    rate_DK = _theta_rate(state.Phi, W_DV, Theta.shape)
+    before = float(np.sum(Theta * rate_DK))
     if "theta" not in fix:
         state.Theta = np.maximum(rng.gamma(a0 + Y_DK, 1.0 / (b0 + rate_DK)), _FLOOR)
     Theta = state.Theta
     rate_KV = Theta.T @ W_DV if W_DV is not None else Theta.sum(axis=0)[:, None]
     if "phi" not in fix:
         state.Phi = np.maximum(rng.gamma(a0 + Y_KV, 1.0 / (b0 + rate_KV)), _FLOOR)
-    return mu_sum
+    return before, float(np.sum(rate_KV * state.Phi))
 
 
 def gibbs_sweep(state: PMFState, data: FitData, a0: float, b0: float,
                 rng: np.random.Generator, W_DV: np.ndarray | None = None,
-                mu: np.ndarray | None = None, mu_current: bool = False) -> float:
+                mu: np.ndarray | None = None) -> float:
     """One full iteration in place; returns the log likelihood log p(y | Theta, Phi) of the
     observed cells, at the counts of this sweep and the factors it started from.
     ``W_DV`` = :func:`_observed_weights` (pass it to avoid recomputing); ``mu`` a (D, V)
-    float64 work buffer (``mu_current``: it holds Theta @ Phi already)."""
+    float64 work buffer."""
     if W_DV is None:
         W_DV = _observed_weights(data.mask)
-    update_counts(state, data, rng, mu, mu_current)
+    update_counts(state, data, rng, mu)
     Y_DK, Y_KV, ll = allocate(state, data, rng)
-    return ll - update_factors(state, Y_DK, Y_KV, W_DV, a0, b0, data.fix, rng)
+    return ll - update_factors(state, Y_DK, Y_KV, W_DV, a0, b0, data.fix, rng)[0]
 
 
 def log_joint(state: PMFState, data: FitData, a0: float, b0: float,
@@ -344,7 +353,11 @@ def log_joint(state: PMFState, data: FitData, a0: float, b0: float,
     private = state.method in PRIVATE_METHODS
     total = count_loglik(state.Y, mu, data.mask, state.Ytil if private else None,
                          data.alpha if private else None)
-    return total + gamma_logpdf_sum(state.Theta, a0, b0) + gamma_logpdf_sum(state.Phi, a0, b0)
+    return total + _log_prior(state, a0, b0)
+
+
+def _log_prior(state: PMFState, a0: float, b0: float) -> float:
+    return gamma_logpdf_sum(state.Theta, a0, b0) + gamma_logpdf_sum(state.Phi, a0, b0)
 
 
 # ---------------------------------------------------------------------------- driver
@@ -353,39 +366,53 @@ def log_joint(state: PMFState, data: FitData, a0: float, b0: float,
 class PMFChain:
     """One chain (see :class:`lppf.mcmc._driver.Chain`) from ``state``.
 
-    Private methods keep mu = Theta @ Phi in one buffer: the count update of a sweep
-    computes it there, and a saved sample's :meth:`mu` leaves it there for the next sweep,
-    which then skips the product."""
+    A sweep runs the updates of :func:`gibbs_sweep` in the same order but cut elsewhere:
+    the factors (from the previous sweep's allocation; the first sweep keeps the start),
+    then the counts, then the allocation. The updates and their random draws are those of
+    repeated :func:`gibbs_sweep` calls; what changes is the state between sweeps, which
+    the driver saves: its mu = Theta @ Phi was formed by the count update (private methods)
+    and its log p(y | Theta, Phi) summed by the allocation, so a saved sample adds no pass
+    over the cells with mu but the noise term of the log joint."""
 
     def __init__(self, data: FitData, state: PMFState, a0: float, b0: float,
                  rng: np.random.Generator):
         self.state, self.data, self.a0, self.b0, self.rng = state, data, a0, b0, rng
         self.W_DV = _observed_weights(data.mask)
         self.buf = np.empty(data.Y.shape) if state.method in PRIVATE_METHODS else None
-        self.mu_current = False  # self.buf holds Theta @ Phi of the present state
+        self.mu_sum = observed_mu_sum(state.Theta, state.Phi, self.W_DV)
+        self.allocation = None  # (Y_DK, Y_KV) of the last sweep, for the next factor draws
+        self.loglik = None  # log p(y | Theta, Phi) of the present state, once swept
 
     def sweep(self) -> float:
-        ll = gibbs_sweep(self.state, self.data, self.a0, self.b0, self.rng, self.W_DV,
-                         self.buf, self.mu_current)
-        self.mu_current = False
-        return ll
+        state, data = self.state, self.data
+        if self.allocation is not None:
+            _, self.mu_sum = update_factors(state, *self.allocation, self.W_DV, self.a0,
+                                            self.b0, data.fix, self.rng)
+        update_counts(state, data, self.rng, self.buf)
+        Y_DK, Y_KV, ll = allocate(state, data, self.rng)
+        self.allocation = (Y_DK, Y_KV)
+        self.loglik = ll - self.mu_sum
+        return self.loglik
 
     def factors(self) -> dict[str, np.ndarray]:
         return {"theta": self.state.Theta, "phi": self.state.Phi}
 
     def mu(self) -> np.ndarray:
-        if self.buf is None:
+        if self.buf is None or self.loglik is None:
             return self.state.Theta @ self.state.Phi
-        if not self.mu_current:
-            np.matmul(self.state.Theta, self.state.Phi, out=self.buf)
-            self.mu_current = True
         return self.buf
 
     def counts(self) -> np.ndarray | None:
         return self.state.Y if self.state.method in PRIVATE_METHODS else None
 
     def log_joint(self, mu: np.ndarray | None = None) -> float:
-        return log_joint(self.state, self.data, self.a0, self.b0, mu)
+        state, data = self.state, self.data
+        if self.loglik is None:
+            return log_joint(state, data, self.a0, self.b0, mu)
+        lj = self.loglik + _log_prior(state, self.a0, self.b0)
+        if state.method in PRIVATE_METHODS:
+            lj += count_loglik(state.Y, None, data.mask, state.Ytil, data.alpha)
+        return lj
 
 
 def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
