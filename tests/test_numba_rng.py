@@ -1,10 +1,11 @@
-"""The chunk-local xoshiro256+ stream of lppf._numba."""
+"""The chunk-local xoshiro256+ stream of lppf._numba and the gamma draws built on it."""
 
 import numpy as np
+import pytest
 from numba import njit
 from scipy import stats
 
-from lppf._numba import rng_state, uniform
+from lppf._numba import GAMMA_CHUNK, gamma_draws, rng_state, threads, uniform
 
 _M = 2**64 - 1
 
@@ -47,3 +48,32 @@ def test_uniform_on_unit_interval():
     counts = np.bincount((u * 100).astype(int), minlength=100)
     assert stats.chisquare(counts).pvalue > 1e-3
     assert not np.array_equal(_draws(7, 10), _draws(8, 10))
+
+
+# ---------------------------------------------------------------------------- gamma draws
+
+
+@pytest.mark.parametrize("shape", [0.05, 0.5, 0.99, 1.0, 2.5, 30.1, 1000.1])
+def test_gamma_draws_follow_the_gamma_cdf(shape):
+    x = gamma_draws(np.full(100_000, shape), np.full(1, 3.0), np.random.default_rng(1))
+    assert stats.kstest(x, "gamma", args=(shape, 0.0, 3.0)).pvalue > 1e-3
+
+
+def test_gamma_draws_use_each_entrys_shape_and_scale():
+    """Mixed shapes and scales in one call: each draw through its own gamma cdf is uniform."""
+    rng = np.random.default_rng(2)
+    shape = 0.1 + rng.poisson(3.0, (400, 250)) * (rng.random((400, 250)) < 0.5)
+    scale = rng.uniform(0.01, 10.0, (1, 250))
+    x = gamma_draws(shape, scale, np.random.default_rng(3))
+    assert x.shape == shape.shape
+    pit = stats.gamma.cdf(x / scale, shape).ravel()
+    assert stats.kstest(pit, "uniform").pvalue > 1e-3
+
+
+def test_gamma_draws_do_not_depend_on_the_thread_count():
+    shape = np.linspace(0.05, 40.0, 3 * GAMMA_CHUNK + 5)
+    draws = []
+    for n in (1, 2):
+        with threads(n):
+            draws.append(gamma_draws(shape, np.ones(1), np.random.default_rng(4)))
+    np.testing.assert_array_equal(draws[0], draws[1])

@@ -8,7 +8,8 @@ keep a chunk-local xoshiro256+ state (:func:`rng_state`, :func:`uniform`; Blackm
 Vigna 2018), several times cheaper per uniform than numba's ``np.random.random``. Scalar
 functions called per cell with such a state (or any array) are ``inline="always"``: a call
 to a compiled function with array arguments pays reference counting, about 10 ns, more
-than a draw.
+than a draw. :func:`gamma_draws` draws the factors of a sweep this way (Marsaglia and Tsang
+on polar-method normals), in parallel where numpy's generator would take one core.
 Sums over the cells of a parallel kernel go through one pattern: each chunk (or, for
 integer counts, each thread) adds into its own slice of a buffer from :func:`chunk_partials`
 (:func:`thread_partials`), and :func:`total` adds the slices in a fixed order. Also the
@@ -26,6 +27,7 @@ import numpy as np
 from numba import njit, prange
 
 CHUNK = 64  # rows per reseeded chunk; fixed so results do not depend on the thread count
+GAMMA_CHUNK = 4096  # entries per reseeded chunk of gamma draws
 _LGAMMA = np.array([math.lgamma(y + 1.0) for y in range(1024)])  # log y! for small y
 _U64 = np.uint64
 _2M53 = 2.0**-53
@@ -113,6 +115,69 @@ def uniform(state):
     s3 = (s3 << _U64(45)) | (s3 >> _U64(19))
     state[0], state[1], state[2], state[3] = s0, s1, s2, s3
     return float(out >> _U64(11)) * _2M53
+
+
+@njit(cache=True, inline="always")
+def _normal(rs, spare):
+    """N(0, 1) by Marsaglia's polar method from the uniforms of ``rs``; each accepted pair
+    gives two draws, the second kept in ``spare`` (1,) (NaN: none kept)."""
+    if not math.isnan(spare[0]):
+        x, spare[0] = spare[0], math.nan
+        return x
+    while True:
+        x = 2.0 * uniform(rs) - 1.0
+        y = 2.0 * uniform(rs) - 1.0
+        s = x * x + y * y
+        if 0.0 < s < 1.0:
+            f = math.sqrt(-2.0 * math.log(s) / s)
+            spare[0] = y * f
+            return x * f
+
+
+@njit(cache=True, inline="always")
+def _standard_gamma(a, rs, spare):
+    """Gamma(a, 1), a > 0: Marsaglia and Tsang (2000) for shape max(a, a + 1), times
+    U^(1/a) when a < 1 (U on (0, 1])."""
+    b = a + 1.0 if a < 1.0 else a
+    d = b - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        x = _normal(rs, spare)
+        v = 1.0 + c * x
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        u = uniform(rs)
+        x2 = x * x
+        if u < 1.0 - 0.0331 * x2 * x2 or math.log(u) < 0.5 * x2 + d * (1.0 - v + math.log(v)):
+            break
+    if a < 1.0:
+        return d * v * math.exp(math.log(1.0 - uniform(rs)) / a)
+    return d * v
+
+
+@njit(cache=True, parallel=True)
+def _gamma_chunks(shape, scale, seeds, out):
+    n = len(out)
+    for c in prange(len(seeds)):
+        rs = rng_state(seeds[c])
+        spare = np.full(1, math.nan)
+        for i in range(c * GAMMA_CHUNK, min((c + 1) * GAMMA_CHUNK, n)):
+            out[i] = _standard_gamma(shape[i], rs, spare) * scale[i]
+
+
+def gamma_draws(shape: np.ndarray, scale: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Independent Gamma(shape, scale) draws (shape > 0, ``scale`` broadcast to the shape of
+    ``shape``), in parallel over fixed chunks of ``GAMMA_CHUNK`` entries each seeded from
+    ``rng``: the same draws for any thread count."""
+    shape = np.asarray(shape, dtype=np.float64)
+    flat_shape = np.ascontiguousarray(shape).ravel()
+    flat_scale = np.ascontiguousarray(np.broadcast_to(scale, shape.shape), np.float64).ravel()
+    seeds = chunk_seeds(rng, shape.size, GAMMA_CHUNK)
+    out = np.empty(shape.size)
+    with at_most(len(seeds)):
+        _gamma_chunks(flat_shape, flat_scale, seeds, out)
+    return out.reshape(shape.shape)
 
 
 @njit(cache=True)

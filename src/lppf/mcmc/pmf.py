@@ -33,6 +33,7 @@ from lppf._numba import (
     chunk_partials,
     chunk_seeds,
     count_loglik,
+    gamma_draws,
     gamma_logpdf_sum,
     log_factorial,
     multinomial,
@@ -321,11 +322,11 @@ def update_factors(state: PMFState, Y_DK: np.ndarray, Y_KV: np.ndarray,
     rate_DK = _theta_rate(state.Phi, W_DV, Theta.shape)
     before = float(np.sum(Theta * rate_DK))
     if "theta" not in fix:
-        state.Theta = np.maximum(rng.gamma(a0 + Y_DK, 1.0 / (b0 + rate_DK)), _FLOOR)
+        state.Theta = np.maximum(gamma_draws(a0 + Y_DK, 1.0 / (b0 + rate_DK), rng), _FLOOR)
     Theta = state.Theta
     rate_KV = Theta.T @ W_DV if W_DV is not None else Theta.sum(axis=0)[:, None]
     if "phi" not in fix:
-        state.Phi = np.maximum(rng.gamma(a0 + Y_KV, 1.0 / (b0 + rate_KV)), _FLOOR)
+        state.Phi = np.maximum(gamma_draws(a0 + Y_KV, 1.0 / (b0 + rate_KV), rng), _FLOOR)
     return before, float(np.sum(rate_KV * state.Phi))
 
 
