@@ -136,8 +136,8 @@ def _normal(rs, spare):
 
 @njit(cache=True, inline="always")
 def _standard_gamma(a, rs, spare):
-    """Gamma(a, 1), a > 0: Marsaglia and Tsang (2000) for shape max(a, a + 1), times
-    U^(1/a) when a < 1 (U on (0, 1])."""
+    """Gamma(a, 1), a > 0: Marsaglia and Tsang (2000) for shape a, or for a < 1 for shape
+    a + 1 times U^(1/a) (U on (0, 1])."""
     b = a + 1.0 if a < 1.0 else a
     d = b - 1.0 / 3.0
     c = 1.0 / math.sqrt(9.0 * d)

@@ -372,8 +372,8 @@ class PMFChain:
     then the counts, then the allocation. The updates and their random draws are those of
     repeated :func:`gibbs_sweep` calls; what changes is the state between sweeps, which
     the driver saves: its mu = Theta @ Phi was formed by the count update (private methods)
-    and its log p(y | Theta, Phi) summed by the allocation, so a saved sample adds no pass
-    over the cells with mu but the noise term of the log joint."""
+    and its log p(y | Theta, Phi) summed by the allocation, so that saving it takes no pass
+    over the cells but the one for the noise term of its log joint."""
 
     def __init__(self, data: FitData, state: PMFState, a0: float, b0: float,
                  rng: np.random.Generator):
