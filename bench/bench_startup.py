@@ -2,12 +2,14 @@
 
     python bench/bench_startup.py [--runs 7]
 
-Prints the median wall time of ``python -c "import numpy, scipy.sparse, numba"`` and of
+Prints the median wall time of ``python -c "import numpy, scipy.sparse, numba"``, of the same
+import plus the first call of a trivial cached numba function (numba's one-time set-up of its
+compiler, which any process that runs a compiled function pays: the floor of a fit), and of
 ``lppf fit`` on a privatized 20 x 30 matrix (K = 3, 20 iterations: the run is start-up), and
-their ratio. The numba cache is warmed by one untimed fit first. Then the median breakdown
-of the same fit inside one process (each phase's time on top of the previous ones) and the
-heavy packages it imported. Timings on a shared machine are noisy: compare medians from one
-run of this script.
+their ratios to the import. The numba caches are warmed by one untimed run of each first.
+Then the median breakdown of the same fit inside one process (each phase's time on top of the
+previous ones) and the heavy packages it imported. Timings on a shared machine are noisy:
+compare medians from one run of this script.
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ from pathlib import Path
 import numpy as np
 
 BASELINE = [sys.executable, "-c", "import numpy, scipy.sparse, numba"]
+TRIVIAL = """from numba import njit
+
+
+@njit(cache=True)
+def one(x):
+    return x + 1
+"""
 HEAVY = ("sklearn", "arviz", "pandas", "xarray", "matplotlib", "scipy.stats", "tqdm")
 PHASES = """
 import sys, time, json
@@ -64,14 +73,20 @@ def main() -> None:
         fit = [sys.executable, "-m", "lppf", "fit", str(d / "private.npz"), str(d / "fit.npz"),
                "--components", "3", "--iterations", "20", "--burnin", "10", "--thin", "10",
                "--seed", "0", "--quiet"]
-        _wall(fit)  # warm the numba cache
-        base, lppf = [], []
-        for _ in range(args.runs):  # interleaved, so that load changes hit both alike
+        (d / "trivial.py").write_text(TRIVIAL)
+        floor = [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                 "import numpy, scipy.sparse, numba, trivial; trivial.one(1)", str(d)]
+        _wall(fit)  # warm the numba caches
+        _wall(floor)
+        base, numba_floor, lppf = [], [], []
+        for _ in range(args.runs):  # interleaved, so that load changes hit all alike
             base.append(_wall(BASELINE))
+            numba_floor.append(_wall(floor))
             lppf.append(_wall(fit))
         phases = [_phases(fit[3:]) for _ in range(args.runs)]
-    b, f = statistics.median(base), statistics.median(lppf)
+    b, n, f = (statistics.median(x) for x in (base, numba_floor, lppf))
     print(f"import numpy, scipy.sparse, numba: {b:.3f} s (median of {args.runs})")
+    print(f"  and a first numba call (the floor): {n:.3f} s, ratio {n / b:.2f}")
     print(f"lppf fit 20 x 30, K=3, 20 iterations: {f:.3f} s (median of {args.runs})")
     print(f"ratio: {f / b:.2f} (target <= 1.5)")
     print(f"in one process (median of {args.runs}):")
