@@ -18,8 +18,10 @@ the posterior sums and the log joint, :func:`saved_cost`). Each is the median wa
 ``--iterations`` sweeps after ``--warmup`` sweeps (numba compilation excluded), with BLAS
 on one thread as in the fits. The floors in brackets are the estimates of :func:`floors`
 (memory traffic at ``--bandwidth`` GB/s per thread, ``--ns-uniform`` ns per uniform draw);
-a second table prints each phase as a multiple of its floor. The machine may be shared:
-medians, and compare ratios within one run.
+a second table prints each phase as a multiple of its floor. The defaults come from a 2-core
+x86-64 machine with a 32 MB L3 (2026): one thread added 8 MB arrays at about 100 GB/s and
+64 MB ones at 47, BLAS formed Theta Phi at 63 GFlop/s, a xoshiro uniform took 0.6 ns. The
+machine may be shared: medians, and compare ratios within one run.
 
 ``--authors DIR`` runs the authors' Cython sampler (``bppmf.BPPMF``, built in DIR; its
 python with ``--authors-python``) in a subprocess with the same number of OpenMP threads on
@@ -124,17 +126,18 @@ def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform:
       Theta and one of Phi_VK from cache), ~5 ns to bring a row of Phi_VK and one of the
       column totals from L2, and per unit of count one uniform plus a two-level search
       (``ns_uniform`` + 3 ns); plus reading the counts (4 B/cell), over ``n_threads``.
-    * counts: the product Theta Phi (2 D V K flops at 20 GFlop/s, BLAS on one thread) plus,
+    * counts: the product Theta Phi (2 D V K flops at 60 GFlop/s, BLAS on one thread) plus,
       per cell, 20 B (collapsed: y~, mu, y) or 36 B (private: also lambda+-) of traffic and
       ~10 ns (collapsed: one uniform and a short walk) or ~30 ns (private: a Bessel, a
       binomial and two gamma draws with two logs) of work, over ``n_threads``.
-    * factors: 2 (D + V) K gamma draws at ~20 ns (numpy, one thread).
-    * joint: per cell, reading mu, the counts and y~ and adding mu and the counts into the
-      posterior sums (about 60 B), one log per non-zero cell (~5 ns); naive also the
-      product Theta Phi (private methods reuse it in the next sweep)."""
+    * factors: (D + V) K gamma draws at ~15 ns, over ``n_threads``.
+    * joint: per cell, adding mu and the counts into the posterior sums and reading the
+      counts, y~ and the mask for the noise term of the log joint (about 60 B; the Poisson
+      term comes from the allocation); naive: adding mu (24 B) after the product Theta Phi,
+      which its sweep never forms."""
     cells = N * N
     gb = bandwidth * 1e9 * n_threads
-    product = 2 * cells * K / 20e9
+    product = 2 * cells * K / 60e9
     per_unit = (ns_uniform + 3.0) * 1e-9
     alloc = (K * 0.2e-9 + 5e-9 + res["units"] / max(res["nnz"], 1) * per_unit) \
         * res["nnz"] / n_threads + 4 * cells / gb
@@ -142,9 +145,8 @@ def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform:
     if method != "naive":
         traffic, work = (36, 30e-9) if method == "private" else (20, 10e-9)
         counts = product + traffic * cells / gb + work * cells / n_threads
-    factors = 2 * (2 * N * K) * 20e-9
-    joint = (product if method == "naive" else 0.0) + 60 * cells / gb \
-        + 5e-9 * res["nnz"] / n_threads
+    factors = 2 * N * K * 15e-9 / n_threads
+    joint = product + 24 * cells / gb if method == "naive" else 60 * cells / gb
     return {"counts": counts, "alloc": alloc, "factors": factors, "joint": joint,
             "sweep": counts + alloc + factors}
 
@@ -190,8 +192,8 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--iterations", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--bandwidth", type=float, default=5.0, help="GB/s per thread")
-    parser.add_argument("--ns-uniform", type=float, default=3.0, help="ns per uniform")
+    parser.add_argument("--bandwidth", type=float, default=20.0, help="GB/s per thread")
+    parser.add_argument("--ns-uniform", type=float, default=1.0, help="ns per uniform")
     parser.add_argument("--authors", default=None, help="directory of the built bppmf")
     parser.add_argument("--authors-python", default=sys.executable,
                         help="python that imports the authors' bppmf")
