@@ -13,8 +13,9 @@ Cases (y~ = y + 2Geo(alpha)):
 Phases of :func:`lppf.mcmc.pmf.gibbs_sweep`: ``counts`` (mu = Theta Phi and the true
 counts given y~, private methods), ``alloc`` (the multinomial split of every non-zero count,
 with the row and column totals), ``factors`` (the gamma draws of Theta and Phi), ``sweep``
-(the three together) and ``joint`` (what a saved sample adds to a chain: mu = Theta Phi,
-the posterior sums and the log joint, :func:`saved_cost`). Each is the median wall time over
+(the three together) and ``joint`` (what a saved sample adds to a chain: the posterior
+sums, the log joint and, for ``naive``, its share of the product of the saved factors,
+:func:`saved_cost`). Each is the median wall time over
 ``--iterations`` sweeps after ``--warmup`` sweeps (numba compilation excluded), with BLAS
 on one thread as in the fits. The floors in brackets are the estimates of :func:`floors`
 (memory traffic at ``--bandwidth`` GB/s per thread, ``--ns-uniform`` ns per uniform draw);
@@ -50,6 +51,7 @@ from lppf.mcmc.pmf import (
     _observed_weights,
     allocate,
     initial_state,
+    mean_product,
     update_counts,
     update_factors,
 )
@@ -104,7 +106,9 @@ def bench_method(data: FitData, method: str, n_iter: int, warmup: int) -> dict:
 def saved_cost(data: FitData, method: str, n_iter: int, warmup: int) -> float:
     """Median seconds a saved sample adds to a chain (:class:`lppf.mcmc.pmf.PMFChain`, the
     driver's :class:`lppf.mcmc._driver.SavedSamples`): (save + the sweep after it) minus
-    the sweep before it, so that work a save moves into the next sweep counts too."""
+    the sweep before it, so that work a save moves into the next sweep counts too, plus
+    the share of one sample in work left to the end of the chain (``naive``: the posterior
+    mean of Theta Phi, :func:`lppf.mcmc.pmf.mean_product`)."""
     chain = PMFChain(data, initial_state(data, method, K, np.random.default_rng(2)), 0.1, 1.0,
                      np.random.default_rng(3))
     saved = SavedSamples(warmup + n_iter, diagnostic_cells(data.mask))
@@ -115,7 +119,11 @@ def saved_cost(data: FitData, method: str, n_iter: int, warmup: int) -> float:
         t_after, _ = _timed(chain.sweep)
         if it >= warmup:
             extra.append(t_save + t_after - t_before)
-    return float(np.median(extra))
+    at_end = 0.0
+    if saved.mu_sum is None:
+        theta, phi = np.stack(saved.factors["theta"]), np.stack(saved.factors["phi"])
+        at_end, _ = _timed(lambda: mean_product(theta, phi))
+    return float(np.median(extra)) + at_end / saved.s
 
 
 def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform: float
@@ -133,8 +141,9 @@ def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform:
     * factors: (D + V) K gamma draws at ~15 ns, over ``n_threads``.
     * joint: per cell, adding mu and the counts into the posterior sums and reading the
       counts, y~ and the mask for the noise term of the log joint (about 60 B; the Poisson
-      term comes from the allocation); naive: adding mu (24 B) after the product Theta Phi,
-      which its sweep never forms."""
+      term comes from the allocation); naive: its share of the product of the saved
+      factors at the end (2 D V K flops per sample at 60 GFlop/s per thread), which its
+      sweep never forms."""
     cells = N * N
     gb = bandwidth * 1e9 * n_threads
     product = 2 * cells * K / 60e9
@@ -146,7 +155,7 @@ def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform:
         traffic, work = (36, 30e-9) if method == "private" else (20, 10e-9)
         counts = product + traffic * cells / gb + work * cells / n_threads
     factors = 2 * N * K * 15e-9 / n_threads
-    joint = product + 24 * cells / gb if method == "naive" else 60 * cells / gb
+    joint = product / n_threads if method == "naive" else 60 * cells / gb
     return {"counts": counts, "alloc": alloc, "factors": factors, "joint": joint,
             "sweep": counts + alloc + factors}
 

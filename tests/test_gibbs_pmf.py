@@ -10,7 +10,15 @@ from scipy import stats
 
 from lppf._numba import threads
 from lppf.mcmc import fit_mcmc
-from lppf.mcmc.pmf import PMFChain, allocate, gibbs_sweep, initial_state, log_joint, make_state
+from lppf.mcmc.pmf import (
+    PMFChain,
+    allocate,
+    gibbs_sweep,
+    initial_state,
+    log_joint,
+    make_state,
+    mean_product,
+)
 from lppf.results import FitData
 
 A0, B0 = 1.0, 1.0
@@ -188,9 +196,28 @@ def test_a_chain_runs_gibbs_sweeps_and_scores_the_state_it_leaves(method):
         np.testing.assert_array_equal(chain.state.Y, ref.Y)
         np.testing.assert_array_equal(chain.state.Theta, factors[0])
         np.testing.assert_array_equal(chain.state.Phi, factors[1])
-        np.testing.assert_allclose(chain.mu(), factors[0] @ factors[1], rtol=1e-12)
+        mu, cells = factors[0] @ factors[1], np.array([[0, 0], [39, 29], [7, 3]])
+        if method in ("naive", "nonprivate"):
+            assert chain.mu() is None
+        else:
+            np.testing.assert_allclose(chain.mu(), mu, rtol=1e-12)
+        np.testing.assert_allclose(chain.mu_at(cells), mu[cells[:, 0], cells[:, 1]],
+                                   rtol=1e-12)
         expected = log_joint(chain.state, data, 0.1, 1.0)
         assert chain.log_joint(chain.mu()) == pytest.approx(expected, rel=1e-12)
+
+
+def test_mean_product_is_the_mean_of_the_products_for_any_thread_count():
+    """Row tasks and sample blocks with remainders (D = 600 = 2 * 256 + 88, S = 11 = 8 + 3)."""
+    rng = np.random.default_rng(0)
+    Theta_S, Phi_S = rng.gamma(0.5, 1.0, (11, 600, 4)), rng.gamma(0.5, 1.0, (11, 4, 70))
+    expected = np.mean([T @ P for T, P in zip(Theta_S, Phi_S, strict=True)], axis=0)
+    means = []
+    for n in (1, 2):
+        with threads(n):
+            means.append(mean_product(Theta_S, Phi_S))
+    np.testing.assert_allclose(means[0], expected, rtol=1e-12)
+    np.testing.assert_array_equal(means[1], means[0])
 
 
 def test_outputs_shapes_fix_and_mask():

@@ -297,4 +297,4 @@ def count_loglik(Y: np.ndarray, mu: np.ndarray | None, mask: np.ndarray,
 def gamma_logpdf_sum(X: np.ndarray, shape: float, rate: float) -> float:
     """``sum log Gamma(x; shape, rate)`` over the entries of ``X`` (x > 0)."""
     const = shape * math.log(rate) - math.lgamma(shape)
-    return float(np.sum((shape - 1.0) * np.log(X) - rate * X) + X.size * const)
+    return float((shape - 1.0) * np.log(X).sum() - rate * X.sum() + X.size * const)

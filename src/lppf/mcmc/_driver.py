@@ -1,7 +1,9 @@
 """The MCMC driver shared by both models: schedule, chains, posterior means, timing.
 
 A model supplies a :class:`Chain`: its state, one Gibbs sweep, the rate ``mu`` and the log
-joint of the current state. The driver runs ``n_chains`` independent chains one after
+joint of the current state. A chain whose sweep never forms ``mu`` over every cell may leave
+it to the end: the posterior mean then comes from the pooled factor samples in one product
+(``mean_mu`` of :func:`run_chains`). The driver runs ``n_chains`` independent chains one after
 another, chain ``c`` from the generator of ``SeedSequence(entropy).spawn(c + 1)[c]`` with
 ``entropy`` drawn once from the caller's generator, so chain c does not depend on how many
 chains run. Each chain: ``n_iter`` sweeps (the first ``burnin`` discarded), a sample saved
@@ -31,9 +33,15 @@ class Chain(Protocol):
     def factors(self) -> dict[str, np.ndarray]:
         """The current factors by name (copied by the driver)."""
 
-    def mu(self) -> np.ndarray:
+    def mu(self) -> np.ndarray | None:
         """The current rate (n_rows, n_cols), every cell; the chain may reuse the array
-        (the driver copies what it keeps before the next sweep)."""
+        (the driver copies what it keeps before the next sweep). None: the sweep did not
+        form it, and the driver takes the rate at its cells from :meth:`mu_at` and the
+        posterior mean from the factor samples."""
+
+    def mu_at(self, cells: np.ndarray) -> np.ndarray:
+        """The current rate at ``cells`` (m, 2) row and column indices, (m,); needed only
+        when :meth:`mu` returns None."""
 
     def counts(self) -> np.ndarray | None:
         """The current true counts (private methods), else None; the chain may update
@@ -65,7 +73,7 @@ def _accumulate(total: np.ndarray | None, X: np.ndarray) -> np.ndarray:
 
 class SavedSamples:
     """What a chain keeps of ``S`` saved states: factors, log joints, mu at ``cells``
-    (S, m) and the sums of mu and of the true counts."""
+    (S, m) and the sums of mu (None if the chain does not form mu) and of the true counts."""
 
     def __init__(self, S: int, cells: np.ndarray):
         self.cells, self.s = cells, 0
@@ -79,8 +87,11 @@ class SavedSamples:
         for name, value in chain.factors().items():
             self.factors.setdefault(name, []).append(np.array(value))
         mu = chain.mu()
-        self.mu_sum = _accumulate(self.mu_sum, mu)
-        self.mu_cells[self.s] = mu[self.cells[:, 0], self.cells[:, 1]]
+        if mu is None:
+            self.mu_cells[self.s] = chain.mu_at(self.cells)
+        else:
+            self.mu_sum = _accumulate(self.mu_sum, mu)
+            self.mu_cells[self.s] = mu[self.cells[:, 0], self.cells[:, 1]]
         y = chain.counts()
         if y is not None:
             self.y_sum = _accumulate(self.y_sum, y)
@@ -113,11 +124,14 @@ def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarr
 def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], *,
                n_chains: int, n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
                mask: np.ndarray, progress: bool, desc: str, start_key: str = "init",
-               info_key: str = "start") -> FitResult:
+               info_key: str = "start",
+               mean_mu: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None
+               ) -> FitResult:
     """Run ``n_chains`` chains built by ``make_chain(rng) -> (chain, start info)`` and pool them.
 
     ``mu_hat`` and ``y_hat`` (private methods; held-out cells get ``mu_hat``) are means over
-    the saved samples of all chains; ``samples`` (n_chains * S, ...) stacks the chains in
+    the saved samples of all chains (``mean_mu(samples)`` for chains whose :meth:`Chain.mu`
+    is None); ``samples`` (n_chains * S, ...) stacks the chains in
     order; ``trace["loglik"]`` is (n_iter,) for one chain, (n_chains, n_iter) for several;
     ``elapsed`` sums the seconds of the starts (key ``start_key``; ``"burnin"`` counts them
     in the burn-in), ``burnin`` and ``sampling`` over chains; ``extra`` holds the start
@@ -139,11 +153,14 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
             for k, v in runs[-1]["elapsed"].items():
                 elapsed[k] += v
     total = S * n_chains
-    mu_hat = sum(r["mu_sum"] for r in runs) / total
+    samples = {k: np.concatenate([r["samples"][k] for r in runs]) for k in runs[0]["samples"]}
+    if runs[0]["mu_sum"] is None:
+        mu_hat = mean_mu(samples)
+    else:
+        mu_hat = sum(r["mu_sum"] for r in runs) / total
     y_hat = None
     if runs[0]["y_sum"] is not None:
         y_hat = np.where(mask, mu_hat, sum(r["y_sum"] for r in runs) / total)
-    samples = {k: np.concatenate([r["samples"][k] for r in runs]) for k in runs[0]["samples"]}
     loglik = np.stack([r["loglik"] for r in runs])
     extra = {f"{info_key}_{k}": (np.asarray(starts[0][k]) if n_chains == 1 else
                                  np.stack([np.asarray(s[k]) for s in starts]))

@@ -20,6 +20,7 @@ generator, so results are identical for any thread count.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
@@ -398,10 +399,17 @@ class PMFChain:
     def factors(self) -> dict[str, np.ndarray]:
         return {"theta": self.state.Theta, "phi": self.state.Phi}
 
-    def mu(self) -> np.ndarray:
-        if self.buf is None or self.loglik is None:
-            return self.state.Theta @ self.state.Phi
-        return self.buf
+    def mu(self) -> np.ndarray | None:
+        """The count update's buffer (private methods); None for ``naive`` and
+        ``nonprivate``, whose sweeps never form Theta @ Phi: :func:`mean_product` forms
+        their posterior mean from the saved factors at the end."""
+        if self.buf is None:
+            return None
+        return self.state.Theta @ self.state.Phi if self.loglik is None else self.buf
+
+    def mu_at(self, cells: np.ndarray) -> np.ndarray:
+        rows, cols = cells[:, 0], cells[:, 1]
+        return np.einsum("mk,km->m", self.state.Theta[rows], self.state.Phi[:, cols])
 
     def counts(self) -> np.ndarray | None:
         return self.state.Y if self.state.method in PRIVATE_METHODS else None
@@ -414,6 +422,38 @@ class PMFChain:
         if state.method in PRIVATE_METHODS:
             lj += count_loglik(state.Y, None, data.mask, state.Ytil, data.alpha)
         return lj
+
+
+_ROWS, _SAMPLES = 256, 8  # rows per task and samples per product of mean_product
+
+
+def mean_product(Theta_S: np.ndarray, Phi_S: np.ndarray) -> np.ndarray:
+    """(1/S) sum_s Theta_s @ Phi_s for (S, D, K) and (S, K, V) samples, (D, V).
+
+    Each block of ``_SAMPLES`` samples is one product of the stacked factors, inner
+    dimension ``_SAMPLES`` * K, in tasks of ``_ROWS`` rows spread over as many threads as
+    numba has, each with BLAS on one thread: the tasks and their order of sums do not
+    depend on the thread count, so neither does the result (a multi-threaded BLAS may
+    split a product differently for another thread count)."""
+    S, D, K = Theta_S.shape
+    out = np.empty((D, Phi_S.shape[2]))
+
+    def rows(start: int) -> None:
+        block, tmp = slice(start, start + _ROWS), None
+        for s in range(0, S, _SAMPLES):
+            n = min(_SAMPLES, S - s)
+            A = Theta_S[s:s + n, block].transpose(1, 0, 2).reshape(-1, n * K)
+            B = Phi_S[s:s + n].reshape(n * K, -1)
+            if s == 0:
+                np.matmul(A, B, out=out[block])
+            else:
+                tmp = np.matmul(A, B, out=tmp)
+                out[block] += tmp
+        out[block] /= S
+
+    with blas_single(), ThreadPoolExecutor(numba.get_num_threads()) as pool:
+        list(pool.map(rows, range(0, D, _ROWS)))
+    return out
 
 
 def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
@@ -439,4 +479,6 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
     with numba_threads(threads), blas_single():
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
                           thin=thin, rng=rng, mask=data.mask, progress=progress,
-                          desc=f"pmf {method}", start_key="burnin")
+                          desc=f"pmf {method}", start_key="burnin",
+                          mean_mu=lambda samples: mean_product(samples["theta"],
+                                                               samples["phi"]))
