@@ -3,12 +3,15 @@
     python bench/bench_kernels.py                          # light, heavy, v1; 2 threads
     python bench/bench_kernels.py --cases light --iterations 20
     python bench/bench_kernels.py --authors /path/to/built/code   # also the authors' sampler
+    python bench/bench_kernels.py --case mine 0.3 1.2 0.7 --cases mine --size 500 --components 20
 
 Cases (y~ = y + 2Geo(alpha)):
 
 * ``light``: theta, phi ~ Gamma(0.5, rate 3.5), alpha 0.5 (mean count 1, max ~12);
 * ``heavy``: theta, phi ~ Gamma(0.1, rate 0.4), alpha 0.5 (mean count 3, max ~300);
-* ``v1``: theta, phi ~ Gamma(1, rate 5), alpha e^-1 (mean count 2; experiment V1).
+* ``v1``: theta, phi ~ Gamma(1, rate 5), alpha e^-1 (mean count 2; experiment V1);
+* ``--case NAME SHAPE RATE ALPHA`` adds a case of its own (name it in ``--cases``), and
+  ``--size``, ``--components`` change the matrix (size x size) and K.
 
 Phases of :func:`lppf.mcmc.pmf.gibbs_sweep`: ``counts`` (mu = Theta Phi and the true
 counts given y~, private methods), ``alloc`` (the multinomial split of every non-zero count,
@@ -62,13 +65,15 @@ METHODS = ("private", "private-collapsed", "naive")
 N, K = 1000, 50
 
 
-def make_case(case: str, seed: int = 0) -> tuple[FitData, np.ndarray]:
-    """(privatized data, true counts) of a case."""
-    shape, rate, alpha = CASES[case]
+def make_case(case: str, seed: int = 0, params: tuple | None = None, n: int = N,
+              k: int = K) -> tuple[FitData, np.ndarray]:
+    """(privatized data, true counts) of a case (``params``: its shape, rate and alpha if
+    not one of ``CASES``), n x n with k components."""
+    shape, rate, alpha = params or CASES[case]
     rng = np.random.default_rng(seed)
-    truth = synthetic.pmf_truth(rng, N, N, K, shape, rate)
+    truth = synthetic.pmf_truth(rng, n, n, k, shape, rate)
     Ytil = mechanisms.privatize(truth["Y"], alpha, rng)
-    return FitData(Ytil, np.full((1, 1), alpha), np.zeros((N, N), bool)), truth["Y"]
+    return FitData(Ytil, np.full((1, 1), alpha), np.zeros((n, n), bool)), truth["Y"]
 
 
 def _timed(fn):
@@ -77,10 +82,11 @@ def _timed(fn):
     return time.perf_counter() - tic, out
 
 
-def bench_method(data: FitData, method: str, n_iter: int, warmup: int) -> dict:
-    """Median seconds per phase of ``method`` on ``data``, and the mean non-zero count."""
+def bench_method(data: FitData, method: str, n_iter: int, warmup: int, k: int = K) -> dict:
+    """Median seconds per phase of ``method`` on ``data`` with ``k`` components, and the
+    mean non-zero count."""
     rng = np.random.default_rng(1)
-    state = initial_state(data, method, K, rng)
+    state = initial_state(data, method, k, rng)
     mu = np.empty(data.Y.shape)
     W = _observed_weights(data.mask)
     times: dict[str, list] = {p: [] for p in ("counts", "alloc", "factors", "sweep")}
@@ -97,19 +103,19 @@ def bench_method(data: FitData, method: str, n_iter: int, warmup: int) -> dict:
             times["sweep"].append(t_counts + t_alloc + t_fac)
             nnz.append(np.count_nonzero(state.Y) if state.csr is None else len(state.csr[2]))
     out = {p: float(np.median(v)) for p, v in times.items()}
-    out["joint"] = saved_cost(data, method, n_iter, warmup)
+    out["joint"] = saved_cost(data, method, n_iter, warmup, k)
     out["nnz"] = float(np.median(nnz))
     out["units"] = float(state.Y.sum() if state.csr is None else state.csr[2].sum())
     return out
 
 
-def saved_cost(data: FitData, method: str, n_iter: int, warmup: int) -> float:
+def saved_cost(data: FitData, method: str, n_iter: int, warmup: int, k: int = K) -> float:
     """Median seconds a saved sample adds to a chain (:class:`lppf.mcmc.pmf.PMFChain`, the
     driver's :class:`lppf.mcmc._driver.SavedSamples`): (save + the sweep after it) minus
     the sweep before it, so that work a save moves into the next sweep counts too, plus
     the share of one sample in work left to the end of the chain (``naive``: the posterior
     mean of Theta Phi, :func:`lppf.mcmc.pmf.mean_product`)."""
-    chain = PMFChain(data, initial_state(data, method, K, np.random.default_rng(2)), 0.1, 1.0,
+    chain = PMFChain(data, initial_state(data, method, k, np.random.default_rng(2)), 0.1, 1.0,
                      np.random.default_rng(3))
     saved = SavedSamples(warmup + n_iter, diagnostic_cells(data.mask))
     extra = []
@@ -126,8 +132,8 @@ def saved_cost(data: FitData, method: str, n_iter: int, warmup: int) -> float:
     return float(np.median(extra)) + at_end / saved.s
 
 
-def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform: float
-           ) -> dict:
+def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform: float,
+           n: int = N, k: int = K) -> dict:
     """Estimated lower bounds (seconds) per phase on an idle machine.
 
     * alloc, per non-zero cell: K multiply-adds theta_dk phi_vk (~0.2 ns each, one row of
@@ -144,7 +150,7 @@ def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform:
       term comes from the allocation); naive: its share of the product of the saved
       factors at the end (2 D V K flops per sample at 60 GFlop/s per thread), which its
       sweep never forms."""
-    cells = N * N
+    cells, K = n * n, k
     gb = bandwidth * 1e9 * n_threads
     product = 2 * cells * K / 60e9
     per_unit = (ns_uniform + 3.0) * 1e-9
@@ -154,7 +160,7 @@ def floors(res: dict, method: str, n_threads: int, bandwidth: float, ns_uniform:
     if method != "naive":
         traffic, work = (36, 30e-9) if method == "private" else (20, 10e-9)
         counts = product + traffic * cells / gb + work * cells / n_threads
-    factors = 2 * N * K * 15e-9 / n_threads
+    factors = 2 * n * K * 15e-9 / n_threads
     joint = product / n_threads if method == "naive" else 60 * cells / gb
     return {"counts": counts, "alloc": alloc, "factors": factors, "joint": joint,
             "sweep": counts + alloc + factors}
@@ -180,8 +186,8 @@ print(np.median(times))
 """
 
 
-def bench_authors(path: str, python: str, data: FitData, n_iter: int, n_threads: int
-                  ) -> float:
+def bench_authors(path: str, python: str, data: FitData, n_iter: int, n_threads: int,
+                  k: int = K) -> float:
     """Median seconds per iteration of the authors' ``BPPMF`` (built in ``path``, run by
     ``python`` with ``n_threads`` OpenMP threads) on the privatized matrix."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -189,14 +195,19 @@ def bench_authors(path: str, python: str, data: FitData, n_iter: int, n_threads:
         np.save(file, data.Y)
         env = {**os.environ, "OMP_NUM_THREADS": str(n_threads)}
         out = subprocess.run([python, "-c", _AUTHORS, path, file, str(float(data.alpha.flat[0])),
-                              str(n_iter), str(K)], env=env, check=True, capture_output=True,
+                              str(n_iter), str(k)], env=env, check=True, capture_output=True,
                              text=True)
     return float(out.stdout.split()[-1])
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
+    parser.add_argument("--cases", nargs="+", default=list(CASES))
+    parser.add_argument("--case", nargs=4, action="append", default=[],
+                        metavar=("NAME", "SHAPE", "RATE", "ALPHA"),
+                        help="a case of its own: factors ~ Gamma(SHAPE, rate RATE), ALPHA")
+    parser.add_argument("--size", type=int, default=N, help="rows = columns")
+    parser.add_argument("--components", type=int, default=K)
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--iterations", type=int, default=15)
@@ -207,6 +218,11 @@ def main(argv=None) -> None:
     parser.add_argument("--authors-python", default=sys.executable,
                         help="python that imports the authors' bppmf")
     args = parser.parse_args(argv)
+    cases = {**CASES, **{name: tuple(map(float, p)) for name, *p in args.case}}
+    unknown = [c for c in args.cases if c not in cases]
+    if unknown:
+        parser.error(f"unknown case(s) {unknown}: choose from {sorted(cases)} or add --case")
+    n, k = args.size, args.components
     phases = ("counts", "alloc", "factors", "sweep", "joint")
     above = []
     print(f"{args.threads} threads, medians of {args.iterations} sweeps; seconds "
@@ -214,10 +230,10 @@ def main(argv=None) -> None:
     print(f"{'case':6} {'method':18} {'nnz':>7} " + " ".join(f"{p:>16}" for p in phases)
           + f" {'joint/sweep':>11} {'vs authors':>10}")
     for case in args.cases:
-        data, _ = make_case(case)
+        data, _ = make_case(case, params=cases[case], n=n, k=k)
         with numba_threads(args.threads):
             authors = (bench_authors(args.authors, args.authors_python, data,
-                                     args.iterations, args.threads)
+                                     args.iterations, args.threads, k)
                        if args.authors else float("nan"))
             if args.authors:
                 print(f"{case:6} {'authors private':18} {'':>7} "
@@ -225,8 +241,8 @@ def main(argv=None) -> None:
                       + f" {authors:16.4f}", flush=True)
             for method in args.methods:
                 with blas_single():  # as in lppf.mcmc.fit_mcmc
-                    res = bench_method(data, method, args.iterations, args.warmup)
-                low = floors(res, method, args.threads, args.bandwidth, args.ns_uniform)
+                    res = bench_method(data, method, args.iterations, args.warmup, k)
+                low = floors(res, method, args.threads, args.bandwidth, args.ns_uniform, n, k)
                 cols = " ".join(f"{res[p]:8.4f} [{low[p]:5.3f}]" for p in phases)
                 print(f"{case:6} {method:18} {res['nnz']:7.0f} {cols} "
                       f"{res['joint'] / res['sweep']:11.2f} "
