@@ -77,11 +77,14 @@ def test_community_allocation_conserves_counts_for_any_thread_count():
 
 
 def test_pmf_allocation_loglik_over_rates_of_every_magnitude():
-    """Counts of 1 take log mu through a running product: rates from 1e-240 to 1e240 (inside
-    and outside its range, products crossing it both ways) give the summed logs."""
+    """Counts up to 8 take y log mu through a running product of mu^y: rates from 1e-240 to
+    1e240 (inside and outside its range, products crossing it both ways) and counts on both
+    sides of 8 give the summed logs."""
     rng = np.random.default_rng(3)
     Y = np.ones((N, 40), np.int64)
     Y[:, ::7] = 2
+    Y[:, 3::7] = 8
+    Y[:, 5::7] = 9
     theta = 10.0 ** rng.uniform(-120, 120, (N, 1)) * rng.gamma(1.0, 1.0, (N, 3))
     phi = 10.0 ** rng.uniform(-120, 120, (1, 40)) * rng.gamma(1.0, 1.0, (3, 40))
     mask = np.zeros(Y.shape, bool)

@@ -155,6 +155,8 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
     total = S * n_chains
     samples = {k: np.concatenate([r["samples"][k] for r in runs]) for k in runs[0]["samples"]}
     if runs[0]["mu_sum"] is None:
+        if mean_mu is None:
+            raise TypeError("run_chains: the chains do not form mu; pass mean_mu")
         mu_hat = mean_mu(samples)
     else:
         mu_hat = sum(r["mu_sum"] for r in runs) / total

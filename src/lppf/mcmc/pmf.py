@@ -50,7 +50,9 @@ from lppf.mcmc._start import best_start
 from lppf.results import PRIVATE_METHODS, FitData, FitResult
 
 _FLOOR = np.finfo(np.float64).tiny  # gamma draws that underflow to 0 are lifted to this
-_PROD_MIN, _PROD_MAX = 1e-150, 1e150  # range of a running product of rates
+_PROD_MIN, _PROD_MAX = 1e-150, 1e150  # range of a running product of powers of rates
+_MAX_POWER = 8  # counts y up to this put mu^y into the product
+_MU_MIN, _MU_MAX = 1e-18, 1e18  # rates whose powers up to mu^8 stay within 1e-150, 1e150
 
 
 # ---------------------------------------------------------------------------- allocation
@@ -125,13 +127,17 @@ def _allocate_uniform(y, ydk, yvk):
 
 @njit(cache=True, inline="always")
 def _add_loglik(y, mu, ll):
-    """``ll`` = (sum, running product) plus y log mu - log y!: log mu of the cells with y = 1
-    (the most common count) goes into the product, kept within (_PROD_MIN, _PROD_MAX) so
+    """``ll`` = (sum, running product) plus y log mu - log y!: mu^y of the cells with small
+    counts (the most common) goes into the product, kept within (_PROD_MIN, _PROD_MAX) so
     that it never under- or overflows, and is logged once it leaves that range; the total
     is sum + log(product)."""
     total, prod = ll
-    if y == 1 and _PROD_MIN < mu < _PROD_MAX:
-        prod *= mu
+    if 0 < y <= _MAX_POWER and _MU_MIN < mu < _MU_MAX:
+        p = mu
+        for _ in range(y - 1):
+            p *= mu
+        prod *= p
+        total -= log_factorial(y)
         if _PROD_MIN < prod < _PROD_MAX:
             return total, prod
         return total + math.log(prod), 1.0
