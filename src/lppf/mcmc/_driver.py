@@ -140,6 +140,8 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
     and ``mu_cells`` (n_chains, S, m), mu at the diagnosed cells.
     """
     S = n_saved(n_iter, burnin, thin)
+    if S < 1:
+        raise ValueError(f"no sample to save: n_iter - burnin = {n_iter - burnin} < thin = {thin}")
     cells = diagnostic_cells(mask)
     runs, starts = [], []
     elapsed = {start_key: 0.0, "burnin": 0.0, "sampling": 0.0}
