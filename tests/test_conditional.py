@@ -96,3 +96,54 @@ def test_sample_with_a_rate_that_underflows_is_zero():
     """mu a below the smallest double: no division by zero, y = 0 (P(y > 0) < 1e-300)."""
     assert _draws(5, 5e-324, 0.1, 3, 8, 0.1, 0).tolist() == [0] * 3  # mu a rounds to 0.0
     assert _draws(5, 0.0, 0.5, 3, 8, 0.1, 0).tolist() == [0] * 3
+
+
+@njit
+def _lane_draws(cells, n_cells, rounds, seed):
+    """``rounds`` calls of sample_lanes on the cells (rows y~, mu, alpha; at most LANES) with
+    ``n_cells`` masses per lane; (rounds, n) draws and how many took the tail or a redraw."""
+    rs = rng_state(seed)
+    core = np.empty(conditional.CORE_CELLS)
+    n = cells.shape[0]
+    t_L, y_L = np.zeros(conditional.LANES, np.int64), np.zeros(conditional.LANES, np.int64)
+    par, work = np.full((4, conditional.LANES), 0.5), np.empty((2, conditional.LANES))
+    cum = np.empty((n_cells, conditional.LANES))
+    for l in range(n):
+        t, mu, a = cells[l]
+        t_L[l] = int(t)
+        par[0, l], par[1, l], par[2, l], par[3, l] = mu / a, mu * a, mu, a
+    out = np.empty((rounds, n), np.int64)
+    past = 0
+    for r in range(rounds):
+        conditional.sample_lanes(n, t_L, par, rs, core, cum, work, y_L)
+        for l in range(n):
+            out[r, l] = y_L[l]
+            past += y_L[l] >= n_cells
+    return out, past
+
+
+@pytest.mark.parametrize(("n_cells", "cells"), [
+    # a full batch: y~ <= 0 (Poisson), walked from 0 through y~, mu alpha up to LANE_MAX_HI
+    (conditional.LANE_CELLS, [(-3, 0.7, 0.5), (0, 2.0, 0.3), (4, 0.5, 0.8), (2, 1e-3, 0.2),
+                              (15, 7.0, 0.5), (1, 6.0, 0.99), (9, 4.0, 0.9), (-1, 0.05, 0.4)]),
+    # three masses: most draws walk the tail, and the loose bound redraws many by sample
+    (3, [(1, 2.0, 0.5), (0, 1.0, 0.7), (-2, 3.0, 0.9), (2, 0.5, 0.3), (2, 1.2, 0.8)]),
+])
+def test_sample_lanes_matches_the_pmf_of_each_lane(n_cells, cells):
+    cells = np.array(cells, dtype=float)
+    for t, mu, a in cells:
+        assert conditional.fits_lanes(int(t), mu / a, mu * a, n_cells)
+    draws, past = _lane_draws(cells, n_cells, 20_000, 7)
+    for l, (t, mu, a) in enumerate(cells):
+        assert chisquare_pvalue(draws[:, l], 0, brute(int(t), a, mu)[1]) > 1e-3, (t, mu, a)
+    assert past > (0 if n_cells == conditional.LANE_CELLS else 10_000)
+
+
+def test_fits_lanes_only_where_the_tail_bound_holds():
+    N = conditional.LANE_CELLS
+    assert conditional.fits_lanes(N - 1, 15.9, 1.0, N)
+    assert not conditional.fits_lanes(N, 1.0, 0.5, N)  # y~ past the masses
+    assert not conditional.fits_lanes(2, conditional.FROM_ZERO, 1.0, N)  # walked from the mode
+    assert not conditional.fits_lanes(0, 1.0, conditional.LANE_MAX_HI * 1.01, N)
+    assert not conditional.fits_lanes(0, 4.0, 3.0, 3)  # ratio c_hi / (N + 1) not below 1 - 1/N
+    assert not conditional.fits_lanes(0, 0.0, 0.0, N)  # mu = 0: y = 0 by sample

@@ -37,6 +37,9 @@ CORE_MASS = 2.0**-10  # relative mass where the core walk of sample stops
 CORE_CELLS = 128  # cells of its core (scratch length); wider pmfs: walk_sample
 SMALL_POISSON = 16.0  # y~ <= 0: Pois(mu alpha) by inversion from 0 below this mean
 FROM_ZERO = 16.0  # mu / alpha below this: the core walk starts at 0, not at the mode
+LANES = 8  # cells drawn side by side by sample_lanes
+LANE_CELLS = 16  # masses y = 0 .. LANE_CELLS - 1 of each lane
+LANE_MAX_HI = 6.0  # largest mu alpha of a lane (keeps the bound on its tail tight)
 _INV = 1.0 / np.arange(1.0, 257.0)  # 1 / (y + 1) for small y: multiplications, no divisions
 _EPS = 1e-16
 _FPMIN = 1e-300
@@ -221,6 +224,73 @@ def sample(t, mu, a, inv_a, rs, core, core_mass=CORE_MASS):
                 break
             f *= inv_ratio(y, t, ic_lo, ic_hi)
             y -= 1
+
+
+@njit(cache=True, inline="always")
+def fits_lanes(t, c_lo, c_hi, n_cells):
+    """Whether :func:`sample_lanes` with ``n_cells`` masses can draw P(y | t, mu): the walk
+    starts at 0 (c_lo = mu / alpha < ``FROM_ZERO``), y~ < n_cells so that every ratio from
+    y = n_cells - 1 on is c_hi / (y + 1), and 0 < c_hi = mu alpha < n_cells (ratios < 1
+    there), c_hi <= ``LANE_MAX_HI``."""
+    return 0.0 < c_hi <= LANE_MAX_HI and c_hi < n_cells and c_lo < FROM_ZERO and t < n_cells
+
+
+@njit(cache=True, inline="always")
+def sample_lanes(n, t_L, par, rs, core, cum, work, y_L):
+    """Exact draws y_l ~ P(y | t_l, mu_l) for the first ``n`` of ``LANES`` lanes, each a cell
+    that :func:`fits_lanes`, side by side; ``y_L`` (LANES,) int gets them.
+
+    ``t_L`` (LANES,) holds y~ and ``par`` (4, LANES) c_lo = mu / alpha, c_hi = mu alpha, mu
+    and alpha of each lane (lanes n and beyond: any values that fit, ignored). With N =
+    len(cum), ``cum`` (N, LANES) gets the running sums of the masses f(y) / f(0), y < N, by
+    the ratios of :func:`ratio`, and
+
+        Z_hi = cum[N - 1] + f(N) / (1 - c_hi / (N + 1)) >= Z,
+
+    every ratio from y = N on being at most c_hi / (N + 1). The target u Z_hi (a uniform of
+    the xoshiro state ``rs`` per lane) is found by counting the sums below it: loops of fixed
+    length over lanes, which the compiler turns into vector instructions, with no exit to
+    mispredict. A target past the sums walks the tail exactly; one past the tail (probability
+    (Z_hi - Z) / Z_hi) draws the cell again by :func:`sample` (scratch ``core``). Each y comes
+    with probability f(y) / Z_hi from the first try and (Z_hi - Z) / Z_hi f(y) / Z from the
+    second: f(y) / Z. ``work`` (2, LANES) is scratch: the last mass and the target. Rows
+are indexed in place, not sliced: a slice costs numba a reference count."""
+    N = cum.shape[0]
+    for l in range(LANES):
+        work[0, l] = 1.0
+        cum[0, l] = 1.0
+    for y in range(1, N):
+        inv = _INV[y - 1]
+        for l in range(LANES):
+            work[0, l] *= (par[0, l] if y - 1 < t_L[l] else par[1, l]) * inv
+            cum[y, l] = cum[y - 1, l] + work[0, l]
+    for l in range(n):
+        f_next = work[0, l] * par[1, l] * _INV[N - 1]
+        work[1, l] = uniform(rs) * (cum[N - 1, l] + f_next / (1.0 - par[1, l] * _INV[N]))
+    for l in range(LANES):
+        y_L[l] = 0
+    for y in range(N):
+        for l in range(LANES):
+            y_L[l] += cum[y, l] <= work[1, l]
+    for l in range(n):
+        if y_L[l] == N:
+            y = _lane_tail(N - 1, work[0, l], cum[N - 1, l], work[1, l], par[1, l])
+            y_L[l] = y if y >= 0 else sample(t_L[l], par[2, l], par[3, l], 1.0 / par[3, l],
+                                             rs, core)
+
+
+@njit(cache=True)
+def _lane_tail(y, f, cum, target, c_hi):
+    """The tail of :func:`sample_lanes` past mass f = f(y) and running sum ``cum``: the first
+    y' > y whose running sum passes ``target``, or -1 once the masses are negligible."""
+    while True:
+        f *= c_hi / (y + 1.0)
+        y += 1
+        cum += f
+        if target < cum:
+            return y
+        if f <= TINY_MASS * cum:
+            return -1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ _SMALL_BINOMIAL = 16  # binomial sizes below this are drawn as sums of Bernoulli
 
 # one exact draw from P(y | y~, mu), walking out from its mode (lppf.conditional)
 collapsed_count_nb = conditional.sample
+LANES = conditional.LANES
 
 
 @njit(cache=True, inline="always")
@@ -98,17 +99,46 @@ def sample_counts_private(Ytil, alpha, mu, mask, lam_plus, lam_minus, Y_out, see
 
 @njit(cache=True, parallel=True)
 def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
-    """Exact update y ~ P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|, in place."""
+    """Exact update y ~ P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|, in place. The cells of a
+    row that fit :func:`lppf.conditional.fits_lanes` (most of them: small rates and counts)
+    are gathered and drawn ``LANES`` at a time by :func:`lppf.conditional.sample_lanes`, the
+    others one at a time by :func:`lppf.conditional.sample`."""
     n_rows, n_cols = Ytil.shape
     for c in prange(len(seeds)):
         rs = rng_state(seeds[c])
         core = np.empty(conditional.CORE_CELLS)
+        t_L, j_L = np.zeros(LANES, np.int64), np.zeros(LANES, np.int64)
+        y_L = np.zeros(LANES, np.int64)
+        par, work = np.full((4, LANES), 0.5), np.empty((2, LANES))
+        cum = np.empty((conditional.LANE_CELLS, LANES))
         for i in range(c * CHUNK, min((c + 1) * CHUNK, n_rows)):
+            n = 0
             for j in range(n_cols):
                 if mask[i, j]:
                     continue
                 a = at(alpha, i, j)
+                t = Ytil[i, j]
                 if a == 0.0:
-                    Y_out[i, j] = Ytil[i, j]
-                else:
-                    Y_out[i, j] = collapsed_count_nb(Ytil[i, j], mu[i, j], a, 1.0 / a, rs, core)
+                    Y_out[i, j] = t
+                    continue
+                m = mu[i, j]
+                inv_a = 1.0 / a
+                if not conditional.fits_lanes(t, m * inv_a, m * a, conditional.LANE_CELLS):
+                    Y_out[i, j] = collapsed_count_nb(t, m, a, inv_a, rs, core)
+                    continue
+                t_L[n], j_L[n] = t, j
+                par[0, n], par[1, n], par[2, n], par[3, n] = m * inv_a, m * a, m, a
+                n += 1
+                if n == LANES:
+                    _draw_lanes(n, i, t_L, j_L, par, rs, core, cum, work, y_L, Y_out)
+                    n = 0
+            if n > 0:
+                _draw_lanes(n, i, t_L, j_L, par, rs, core, cum, work, y_L, Y_out)
+
+
+@njit(cache=True, inline="always")
+def _draw_lanes(n, i, t_L, j_L, par, rs, core, cum, work, y_L, Y_out):
+    """Draw the ``n`` gathered cells of row ``i`` (columns ``j_L``) into ``Y_out``."""
+    conditional.sample_lanes(n, t_L, par, rs, core, cum, work, y_L)
+    for l in range(n):
+        Y_out[i, j_L[l]] = y_L[l]
