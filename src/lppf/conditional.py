@@ -226,6 +226,13 @@ def sample(t, mu, a, inv_a, rs, core, core_mass=CORE_MASS):
             y -= 1
 
 
+@njit(cache=True)
+def sample_cell(t, mu, a, inv_a, rs, core):
+    """:func:`sample` compiled once as a function of its own: its callers call it instead of
+    inlining it (compile time)."""
+    return sample(t, mu, a, inv_a, rs, core)
+
+
 @njit(cache=True, inline="always")
 def fits_lanes(t, c_lo, c_hi, n_cells):
     """Whether :func:`sample_lanes` with ``n_cells`` masses can draw P(y | t, mu): the walk
@@ -274,15 +281,16 @@ are indexed in place, not sliced: a slice costs numba a reference count."""
             y_L[l] += cum[y, l] <= work[1, l]
     for l in range(n):
         if y_L[l] == N:
-            y = _lane_tail(N - 1, work[0, l], cum[N - 1, l], work[1, l], par[1, l])
-            y_L[l] = y if y >= 0 else sample(t_L[l], par[2, l], par[3, l], 1.0 / par[3, l],
-                                             rs, core)
+            y_L[l] = _lane_tail(N - 1, work[0, l], cum[N - 1, l], work[1, l], t_L[l], par[2, l],
+                                par[3, l], rs, core)
 
 
 @njit(cache=True)
-def _lane_tail(y, f, cum, target, c_hi):
+def _lane_tail(y, f, cum, target, t, mu, a, rs, core):
     """The tail of :func:`sample_lanes` past mass f = f(y) and running sum ``cum``: the first
-    y' > y whose running sum passes ``target``, or -1 once the masses are negligible."""
+    y' > y whose running sum passes ``target``, or, once the masses are negligible, a new
+    draw by :func:`sample`."""
+    c_hi = mu * a
     while True:
         f *= c_hi / (y + 1.0)
         y += 1
@@ -290,7 +298,7 @@ def _lane_tail(y, f, cum, target, c_hi):
         if target < cum:
             return y
         if f <= TINY_MASS * cum:
-            return -1
+            return sample_cell(t, mu, a, 1.0 / a, rs, core)
 
 
 # ---------------------------------------------------------------------------------------------

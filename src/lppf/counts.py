@@ -28,8 +28,6 @@ from lppf.distributions import bessel_sample_nb
 _SMALL_GAMMA = 16  # integer gamma shapes below this are drawn as sums of exponentials
 _SMALL_BINOMIAL = 16  # binomial sizes below this are drawn as sums of Bernoulli draws
 
-# one exact draw from P(y | y~, mu), walking out from its mode (lppf.conditional)
-collapsed_count_nb = conditional.sample
 LANES = conditional.LANES
 
 
@@ -102,7 +100,8 @@ def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
     """Exact update y ~ P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|, in place. The cells of a
     row that fit :func:`lppf.conditional.fits_lanes` (most of them: small rates and counts)
     are gathered and drawn ``LANES`` at a time by :func:`lppf.conditional.sample_lanes`, the
-    others one at a time by :func:`lppf.conditional.sample`."""
+    others one at a time by :func:`lppf.conditional.sample` (``sample_cell``, compiled
+    once)."""
     n_rows, n_cols = Ytil.shape
     for c in prange(len(seeds)):
         rs = rng_state(seeds[c])
@@ -113,7 +112,12 @@ def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
         cum = np.empty((conditional.LANE_CELLS, LANES))
         for i in range(c * CHUNK, min((c + 1) * CHUNK, n_rows)):
             n = 0
-            for j in range(n_cols):
+            for j in range(n_cols + 1):  # a full batch is drawn before the next cell
+                if n == LANES or (j == n_cols and n > 0):
+                    _draw_lanes(n, i, t_L, j_L, par, rs, core, cum, work, y_L, Y_out)
+                    n = 0
+                if j == n_cols:
+                    break
                 if mask[i, j]:
                     continue
                 a = at(alpha, i, j)
@@ -124,16 +128,11 @@ def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
                 m = mu[i, j]
                 inv_a = 1.0 / a
                 if not conditional.fits_lanes(t, m * inv_a, m * a, conditional.LANE_CELLS):
-                    Y_out[i, j] = collapsed_count_nb(t, m, a, inv_a, rs, core)
+                    Y_out[i, j] = conditional.sample_cell(t, m, a, inv_a, rs, core)
                     continue
                 t_L[n], j_L[n] = t, j
                 par[0, n], par[1, n], par[2, n], par[3, n] = m * inv_a, m * a, m, a
                 n += 1
-                if n == LANES:
-                    _draw_lanes(n, i, t_L, j_L, par, rs, core, cum, work, y_L, Y_out)
-                    n = 0
-            if n > 0:
-                _draw_lanes(n, i, t_L, j_L, par, rs, core, cum, work, y_L, Y_out)
 
 
 @njit(cache=True, inline="always")
