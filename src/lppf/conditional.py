@@ -261,7 +261,7 @@ def sample_lanes(n, t_L, par, rs, core, cum, work, y_L):
     (Z_hi - Z) / Z_hi) draws the cell again by :func:`sample` (scratch ``core``). Each y comes
     with probability f(y) / Z_hi from the first try and (Z_hi - Z) / Z_hi f(y) / Z from the
     second: f(y) / Z. ``work`` (2, LANES) is scratch: the last mass and the target. Rows
-are indexed in place, not sliced: a slice costs numba a reference count."""
+    are indexed in place, not sliced: a slice costs numba a reference count."""
     N = cum.shape[0]
     for l in range(LANES):
         work[0, l] = 1.0

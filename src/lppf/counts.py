@@ -114,7 +114,9 @@ def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
             n = 0
             for j in range(n_cols + 1):  # a full batch is drawn before the next cell
                 if n == LANES or (j == n_cols and n > 0):
-                    _draw_lanes(n, i, t_L, j_L, par, rs, core, cum, work, y_L, Y_out)
+                    conditional.sample_lanes(n, t_L, par, rs, core, cum, work, y_L)
+                    for l in range(n):
+                        Y_out[i, j_L[l]] = y_L[l]
                     n = 0
                 if j == n_cols:
                     break
@@ -133,11 +135,3 @@ def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
                 t_L[n], j_L[n] = t, j
                 par[0, n], par[1, n], par[2, n], par[3, n] = m * inv_a, m * a, m, a
                 n += 1
-
-
-@njit(cache=True, inline="always")
-def _draw_lanes(n, i, t_L, j_L, par, rs, core, cum, work, y_L, Y_out):
-    """Draw the ``n`` gathered cells of row ``i`` (columns ``j_L``) into ``Y_out``."""
-    conditional.sample_lanes(n, t_L, par, rs, core, cum, work, y_L)
-    for l in range(n):
-        Y_out[i, j_L[l]] = y_L[l]
