@@ -161,6 +161,30 @@ BAD_CONFIGS = {
     "unknown dataset": (
         lambda c: c["experiments"]["e3"]["truth"].update(dataset="mails"),
         "experiments.e3.truth.dataset"),
+    "a schedule every fit refuses": (
+        lambda c: c["experiments"]["s2"]["mcmc"].update(iterations=400, burnin=390, thin=20),
+        "experiments.s2.mcmc.burnin"),
+    "a degenerate prior": (lambda c: c["experiments"]["s3"].update(a0=-1), "experiments.s3.a0"),
+    "a prior rate too large": (lambda c: c["experiments"]["s3"].update(b0=1e20),
+                               "experiments.s3.b0"),
+    "too many components": (lambda c: c["experiments"]["s3"].update(components=[2**40]),
+                            "experiments.s3.components"),
+    "a pmf truth without rows": (lambda c: c["experiments"]["s1"]["truth"].pop("rows"),
+                                 "experiments.s1.truth"),
+    "one topic": (lambda c: c["experiments"]["s2"]["truth"].update(topics=1),
+                  "experiments.s2.truth.topics"),
+    "alpha that rounds to 1": (
+        lambda c: c["experiments"]["e1"]["privacy"].update(alpha=[1 - 1e-16]),
+        "experiments.e1.privacy.alpha"),
+    "bogus dataset options": (
+        lambda c: c["enron"]["datasets"]["network"].update(args="--min-total 20 --bogus"),
+        "enron.datasets.network.args"),
+    "shell in the maildir options": (lambda c: c["enron"].update(synth_args="--people 12; touch x"),
+                                     "enron.synth_args"),
+    "negative memory": (lambda c: c["experiments"]["e4"].update(mem_mb=-1),
+                        "experiments.e4.mem_mb"),
+    "no run time": (lambda c: c["experiments"]["e4"].update(runtime=0), "experiments.e4.runtime"),
+    "empty results directory": (lambda c: c.update(results=""), "results"),
 }
 
 
@@ -177,6 +201,9 @@ def test_bad_config_is_refused_before_any_job(case, tmp_path):
     text = result.stdout + result.stderr
     assert result.returncode != 0 and key in text, text[-2000:]
     assert "rule fit:" not in text
+    errors = [line for line in text.splitlines() if line.startswith("config: error: ")]
+    assert len(errors) == 1 and key in errors[0] and "Traceback" not in text, text[-2000:]
+    assert not (tmp_path / "x").exists()
 
 
 # ---- provenance: a changed setting re-runs exactly the jobs it changes -------------------

@@ -90,6 +90,22 @@ def load_config(configfiles: Iterable, overrides: Mapping, default: str) -> dict
     return merge(config, typed(dict(overrides)))
 
 
+def schema_error(config: Mapping[str, Any], schema_path: str) -> str:
+    """The first thing the config schema refuses in ``config``, as one line naming the key."""
+    import jsonschema
+    import yaml
+
+    with open(schema_path) as f:
+        schema = yaml.safe_load(f)
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if error is None:
+        return "the config does not match the schema"
+    key = ".".join(map(str, error.absolute_path))
+    message = " ".join(error.message.split())
+    return f"{key}: {message}" if key else message
+
+
 def replace(config: dict, new: Mapping) -> None:
     """Replace the contents of the dict ``config`` (Snakemake's global) by ``new``."""
     config.clear()

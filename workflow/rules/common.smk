@@ -4,6 +4,7 @@ import os
 import shlex
 import sys
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from lppf import experiments as grid
@@ -19,9 +20,12 @@ grid.replace(
         os.path.join(workflow.basedir, "config/config.yaml"),
     ),
 )
-validate(config, "../schemas/config.schema.yaml")
+SCHEMA = os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml")
 try:
+    validate(config, SCHEMA)
     grid.check_config(config)
+except WorkflowError:
+    sys.exit(f"config: error: {grid.schema_error(config, SCHEMA)}")
 except grid.ConfigError as exc:
     sys.exit(f"config: error: {exc}")
 
