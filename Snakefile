@@ -1,12 +1,13 @@
 # lppf: reproduction of Schein et al. (ICML 2019) and locally private CAVI.
 # The rules live in workflow/rules/*.smk, the experiment grid in lppf.experiments, the settings
-# in config/ (see config/README.md). Without --configfile the workflow reads
-# config/config.yaml; a file given with --configfile is used alone (give several to merge
-# them), and --config overrides single keys. Nothing else is merged, so every job of a
-# cluster run sees exactly the config its planning saw.
+# in config/ (see config/README.md). A config given with --configfile extends this default;
+# the configs in config/ and .test/ set every key it sets, so they mean the same alone.
 from snakemake.utils import min_version
 
 min_version("8.0")
+
+
+configfile: "config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"

@@ -195,18 +195,21 @@ def test_labels_never_use_exponents():
                                                                      "epsn-1000000"]
 
 
-def test_config_values_are_read_as_typed_and_no_file_is_merged_unasked(tmp_path):
+def test_config_values_are_read_as_typed():
     assert grid.typed({"e1": {"privacy": {"alpha": ["0.3", "1"]}, "x": ["a", "True"]}}) == {
         "e1": {"privacy": {"alpha": [0.3, 1]}, "x": ["a", True]}}
-    default, mine = tmp_path / "default.yaml", tmp_path / "mine.yaml"
+
+
+def test_a_config_alone_must_mean_what_it_means_merged(tmp_path):
+    """--replace-workflow-config does not reach cluster jobs, which merge the default back in:
+    a config that the merge would change is refused, naming the first key."""
+    default = tmp_path / "default.yaml"
     default.write_text("seed: 1\nexperiments: {e1: {a0: 1, b0: 1}}\n")
-    mine.write_text("experiments: {e1: {b0: 2}}\n")
-    assert grid.load_config([], {}, str(default)) == {"seed": 1,
-                                                      "experiments": {"e1": {"a0": 1, "b0": 1}}}
-    # a --configfile is used alone: the default's keys do not come back (as on a cluster job)
-    assert grid.load_config([mine], {}, str(default)) == {"experiments": {"e1": {"b0": 2}}}
-    assert grid.load_config([default, mine], {"experiments": {"e1": {"a0": "0.5"}}}, "") == {
-        "seed": 1, "experiments": {"e1": {"a0": 0.5, "b0": 2}}}
+    grid.check_alone({"seed": 2, "experiments": {"e1": {"a0": 2, "b0": 1}}}, default, ["x.yaml"])
+    with pytest.raises(grid.ConfigError, match=r"^experiments\.e1\.a0: set in .* x\.yaml"):
+        grid.check_alone({"seed": 2, "experiments": {"e1": {"b0": 2}}}, default, ["x.yaml"])
+    with pytest.raises(grid.ConfigError, match=r"^seed: "):
+        grid.check_alone({"experiments": {"e1": {"a0": 1, "b0": 1}}}, default, ["x.yaml"])
 
 
 def test_a_good_config_passes_and_absent_targets_are_named():
@@ -216,22 +219,18 @@ def test_a_good_config_passes_and_absent_targets_are_named():
         grid.check_config(config(), experiments=["e3"])
 
 
-@pytest.mark.parametrize("name", ["paper.yaml", "design.yaml"])
+@pytest.mark.parametrize("name", ["config/paper.yaml", "config/design.yaml",
+                                  ".test/config/config.yaml"])
 def test_other_configs_mean_the_same_merged_or_alone(name):
-    """`--configfile X` is used alone; X sets every key the default sets, so
-    `--configfile config/config.yaml X` (the two merged) means the same as X alone."""
-    from snakemake.utils import update_config, validate
+    """`--configfile X` extends config/config.yaml (Snakemake's merge): every key the default
+    sets is set again by X, so the merged config equals X alone (--replace-workflow-config,
+    which cluster jobs do not get)."""
+    from snakemake.utils import validate
 
-    default = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    other = yaml.safe_load((ROOT / "config" / name).read_text())
-    merged = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    update_config(merged, other)
-    assert merged.keys() == other.keys() and default
-    for exp in merged["experiments"]:
-        assert merged["experiments"][exp] == other["experiments"][exp], exp
-    assert grid.reference_args(merged) == grid.reference_args(other)
-    validate(merged, str(ROOT / "workflow/schemas/config.schema.yaml"))
-    grid.check_config(merged)
+    other = yaml.safe_load((ROOT / name).read_text())
+    grid.check_alone(other, ROOT / "config/config.yaml", [name])
+    validate(other, str(ROOT / "workflow/schemas/config.schema.yaml"))
+    grid.check_config(other)
 
 
 def test_figure_fits_are_chosen_from_the_figure_name():

@@ -130,19 +130,26 @@ def test_snakefmt_is_clean():
 
 
 def test_named_targets_come_from_the_config(tmp_path):
-    config = tmp_path / "only_s1.yaml"
-    config.write_text(yaml_without_experiments(TEST_CONFIG, keep={"s1"}))
-    assert "rule fit:" in snakemake("-n", "s1", "--configfile", str(config), cwd=tmp_path).stdout
-    result = snakemake("-n", "e3", "--configfile", str(config), cwd=tmp_path, check=False)
-    assert result.returncode != 0 and "e3" in result.stdout + result.stderr
+    assert "rule fit:" in snakemake("-n", "s1", "--configfile", TEST_CONFIG, cwd=tmp_path).stdout
+    result = snakemake("-n", "e9", "--configfile", TEST_CONFIG, cwd=tmp_path, check=False)
+    assert result.returncode != 0 and "e9" in result.stdout + result.stderr
 
 
-def yaml_without_experiments(path, keep):
+def test_a_config_the_cluster_jobs_would_read_otherwise_is_refused(tmp_path):
+    """Cluster jobs do not get --replace-workflow-config and merge config/config.yaml back in:
+    a config that the flag changes is refused, one line naming the key."""
     import yaml
 
-    config = yaml.safe_load(Path(path).read_text())
-    config["experiments"] = {k: v for k, v in config["experiments"].items() if k in keep}
-    return yaml.safe_dump(config)
+    config = yaml.safe_load(Path(TEST_CONFIG).read_text())
+    del config["experiments"]["e4"]["a0"]
+    path = tmp_path / "partial.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = snakemake("-n", "--configfile", str(path), "--replace-workflow-config", cwd=tmp_path,
+                       check=False)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("config: error:")]
+    assert result.returncode != 0 and len(errors) == 1, result.stderr[-2000:]
+    assert errors[0].startswith("config: error: experiments.e4.a0: set in ")
+    snakemake("-n", "--configfile", TEST_CONFIG, "--replace-workflow-config", cwd=tmp_path)
 
 
 BAD_CONFIGS = {
@@ -263,6 +270,13 @@ CHANGES = {
         lambda p: p.startswith((f"{R}/enron/emails", f"{R}/reference/emails", f"{R}/e2/",
                                 f"{R}/e3/"))),
     "root seed": ({"seed": 8}, lambda p: not p.startswith(f"{R}/enron/")),
+    "replicates": ({"e1": {"replicates": 3}}, experiment("e1", "/rep2")),
+    "e0 values": ({"e1": {"truth": {"e0": [1.5, 0.75]}}}, experiment("e1", "/e0-0.75/")),
+    "concentration": ({"s2": {"privacy": {"concentration": 12}}},
+                      lambda p: experiment("s2")(p) and "/truth/" not in p),
+    "reference schedule": ({"reference": {"cavi": {"iterations": 60}}},
+                           lambda p: p.startswith((f"{R}/reference/", f"{R}/e1/", f"{R}/e2/"))),
+    "metrics option": ({"e3": {"coherence": False}}, experiment("e3", "/metrics/")),
     "alpha by --config": (["experiments={e1: {privacy: {alpha: [0.9, 0.5]}}}"],
                           lambda p: experiment("e1", "/alpha-0.5/")(p) and "/truth/" not in p),
     "unchanged settings": ({"threads": 2, "s2": {"description": "renamed", "mem_mb": 900,
@@ -276,7 +290,7 @@ def change_args(change, tmp_path):
 
     if isinstance(change, list):
         return ["--configfile", TEST_CONFIG, "--config", *change]
-    top = {k: v for k, v in change.items() if k in ("seed", "threads", "enron")}
+    top = {k: v for k, v in change.items() if k in ("seed", "threads", "enron", "reference")}
     top["experiments"] = {k: v for k, v in change.items() if k not in top}
     path = tmp_path / "change.yaml"
     path.write_text(yaml.safe_dump(top))

@@ -77,17 +77,35 @@ def merge(base: dict, update: Mapping) -> dict:
     return base
 
 
-def load_config(configfiles: Iterable, overrides: Mapping, default: str) -> dict:
-    """The workflow's config: the ``configfiles`` merged in order (none given: ``default``),
-    then the ``--config`` ``overrides``. No other file is merged in, so a cluster job, which
-    gets the same ``--configfiles`` and ``--config`` but no other flag, sees the same config."""
+def check_alone(config: Mapping[str, Any], default: str, configfiles: Iterable) -> None:
+    """Refuse a config that ``--replace-workflow-config`` changes: Snakemake does not pass that
+    flag to the jobs of a cluster run, which merge the ``default`` file back in (Snakemake's
+    rule for ``--configfile``) and would compute with other settings than the plan shows."""
     import yaml
 
-    config: dict = {}
-    for path in list(configfiles) or [default]:
-        with open(path) as f:
-            merge(config, yaml.safe_load(f) or {})
-    return merge(config, typed(dict(overrides)))
+    with open(default) as f:
+        merged = yaml.safe_load(f) or {}
+    merge(merged, config)
+    key = _first_difference(merged, config, "")
+    if key is not None:
+        names = ", ".join(str(p) for p in configfiles)
+        raise ConfigError(f"{key}: set in {default} but not in {names}; cluster jobs do not get "
+                          "--replace-workflow-config and would merge it back in: set the key "
+                          "(or extend the default without the flag)")
+
+
+def _first_difference(a: Any, b: Any, path: str) -> str | None:
+    """The first key path where nested dicts ``a`` and ``b`` differ (None: equal)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in a:
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in b:
+                return sub
+            found = _first_difference(a[key], b[key], sub)
+            if found is not None:
+                return found
+        return None
+    return None if a == b else path or "config"
 
 
 def schema_error(config: Mapping[str, Any], schema_path: str) -> str:
@@ -104,12 +122,6 @@ def schema_error(config: Mapping[str, Any], schema_path: str) -> str:
     key = ".".join(map(str, error.absolute_path))
     message = " ".join(error.message.split())
     return f"{key}: {message}" if key else message
-
-
-def replace(config: dict, new: Mapping) -> None:
-    """Replace the contents of the dict ``config`` (Snakemake's global) by ``new``."""
-    config.clear()
-    config.update(new)
 
 
 def truth_args(spec: Mapping[str, Any], e0: float | None) -> str:

@@ -11,15 +11,17 @@ from lppf import experiments as grid
 from lppf.results import INFERENCES, METHODS, MODELS, PRIVATE_METHODS
 from lppf.synthetic import derive_seed
 
-# The config: config/config.yaml, or the --configfile files alone, then --config (see Snakefile)
-grid.replace(
-    config,
-    grid.load_config(
-        workflow.config_settings.configfiles,
-        workflow.config_settings.config,
-        os.path.join(workflow.basedir, "config/config.yaml"),
-    ),
-)
+# --config values as typed (Snakemake leaves numbers inside nested values strings)
+grid.merge(config, grid.typed(dict(workflow.config_settings.config)))
+if workflow.config_settings.replace_workflow_config:
+    try:
+        grid.check_alone(
+            config,
+            os.path.join(workflow.basedir, "config/config.yaml"),
+            workflow.config_settings.configfiles,
+        )
+    except grid.ConfigError as exc:
+        sys.exit(f"config: error: {exc}")
 SCHEMA = os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml")
 try:
     validate(config, SCHEMA)
