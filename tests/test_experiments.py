@@ -180,6 +180,10 @@ def with_enron(**enron):
     (lambda: with_enron(datasets={"network": {"command": "network", "args": "--min-total 'x"}}),
      "enron.datasets.network.args"),
     (lambda: with_enron(synth_args="--people 12; touch x"), "enron.synth_args"),
+    (lambda: config(truth={"kind": "community", "actors": 5, "communities": 2, "shape": 1e308}),
+     "experiments.e1.truth.shape"),
+    (lambda: config(privacy={"beta_mean": [0.5], "concentration": 1e-300}),
+     "experiments.e1.privacy.concentration"),
 ])
 def test_job_command_lines_are_parsed_by_the_commands_parsers(make, key):
     with pytest.raises(grid.ConfigError) as info:

@@ -19,6 +19,7 @@ import numpy as np
 from lppf.fitting import DEFAULTS, check_settings
 from lppf.io import InputError
 from lppf.results import INFERENCES, METHODS, MODELS, PRIVATE_METHODS
+from lppf.validation import PRIOR_RANGE
 
 # privacy grid kind -> prefix of its grid point names (alpha-0.5, epsn-1, ...)
 GRID_PREFIX = {"alpha": "alpha", "eps_n": "epsn", "eps_mean": "epsmean", "beta_mean": "beta"}
@@ -304,6 +305,18 @@ def noise_args(spec: Mapping[str, Any], grid: str) -> tuple[str, str]:
     return "", f"--beta-mean {value} --concentration {spec['privacy']['concentration']}"
 
 
+def _check_gammas(where: str, spec: Mapping[str, Any]) -> None:
+    """Gamma shapes and rates of a truth, and the Beta concentration, within the range that
+    lppf accepts for priors (outside it the draws are degenerate: all zero or overflowing)."""
+    low, high = PRIOR_RANGE
+    values = {f"truth.{k}": spec["truth"].get(k) for k in ("shape", "rate")}
+    values["privacy.concentration"] = spec["privacy"].get("concentration")
+    for key, value in values.items():
+        if isinstance(value, int | float) and not low <= value <= high:
+            raise ConfigError(f"{where}.{key}: {value:g} lies outside [{low:g}, {high:g}] "
+                              "(degenerate draws)")
+
+
 def check_commands(config: Mapping[str, Any]) -> None:
     """Parse every distinct `lppf simulate`, `privatize` and `enron` command line of the
     config with the command's own parser: options a job would refuse are refused now."""
@@ -370,6 +383,7 @@ def check_config(config: Mapping[str, Any], experiments: list[str] | None = None
             _check_run(f"{where}.{inference}", spec.get(inference), inference)
         _check_run(f"{where}.fixed_mcmc", spec.get("fixed_mcmc"), "mcmc")
         check_fits(where, spec)
+        _check_gammas(where, spec)
         if spec.get("figure_grid") and spec["figure_grid"] not in grids(spec):
             raise ConfigError(f"{where}.figure_grid: {spec['figure_grid']!r} is not a grid "
                               f"point ({', '.join(grids(spec))})")
