@@ -3,6 +3,7 @@ and what a changed setting re-runs."""
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -368,3 +369,17 @@ def test_job_counts_in_the_docs_are_the_dry_runs(config, tmp_path):
     counts = [re.search(rf"^{rule}\s+(\d+)$", out, re.MULTILINE).group(1)
               for rule in ("total", "fit")]
     assert list(quoted.groups()) == counts[:len(quoted.groups())]
+
+
+def test_config_strings_reach_the_shell_as_single_words(tmp_path):
+    """A results directory with a space and an ampersand, and a source URL with `&`, stay
+    single arguments in every job's command line."""
+    out = snakemake("-n", "-p", "--configfile", TEST_CONFIG, "--config", "results=my results & co",
+                    "enron={source: 'https://example.org/enron.tgz?a=1&b=2'}", cwd=tmp_path).stdout
+    commands = [line for line in out.splitlines() if "lppf " in line and "rule" not in line]
+    assert len(commands) > 50
+    for command in commands:
+        words = shlex.split(command.strip())
+        paths = [w for w in words if "results" in w and w.endswith((".npz", ".npy", ".log"))]
+        assert paths and all(w.startswith("my results & co/") for w in paths), command
+    assert any("https://example.org/enron.tgz?a=1&b=2" in shlex.split(c) for c in commands)
