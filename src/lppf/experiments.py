@@ -2,8 +2,10 @@
 
 An experiment crosses truth settings (``e0`` values x held-out settings), privacy grid
 points, replicates, methods, inference algorithms, numbers of components and fixed-truth
-diagnostics; every fit is a dict of the workflow's wildcards. The same module checks the
-config's cross-field rules (what a JSON schema cannot say) before any job runs.
+diagnostics; every fit is a dict of the workflow's wildcards. The same module checks a config
+before any job runs: what a JSON schema cannot say, every fit's settings with the check of
+``lppf fit`` and the API (:func:`lppf.fitting.check_settings`), and every job's ``lppf``
+command line with that command's own parser.
 """
 
 from __future__ import annotations
