@@ -9,7 +9,7 @@
 #   LPPF_SLURM_CONFIGFILE  configuration to run            (default: .test/config/config.yaml)
 #   LPPF_SLURM_SNAKEFILE   workflow to run                 (default: Snakefile)
 #   LPPF_SLURM_TARGETS     targets (default: "s1 e4 v1": Enron pipeline, both models, MCMC and
-#                          CAVI, about 30 Slurm jobs; "all": the whole configuration, which
+#                          CAVI, 15 Slurm jobs; "all": the whole configuration, which
 #                          needs LPPF_SLURM_TIMEOUT=3600)
 #   LPPF_SLURM_TIMEOUT     seconds allowed per Snakemake run (default: 1200)
 #   LPPF_SLURM_KEEP=1      keep the scratch directory for inspection
