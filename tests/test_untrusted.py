@@ -127,3 +127,106 @@ def test_a_signal_between_renames_leaves_every_file_or_none(tmp_path, sig):
                                                 for s in (signal.SIGINT, signal.SIGHUP)])
     assert result.returncode in (130, 128 + sig), result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c"]
+
+
+# -- scalar values
+@pytest.mark.parametrize("alpha", [0.5 + 0.1j, np.complex128(0.5), True, np.bool_(False), "0.5",
+                                   np.array(["0.5"]), [0.5, None], object()])
+def test_alpha_must_hold_real_numbers(alpha):
+    from lppf.mechanisms import privatize
+
+    with pytest.raises(InputError, match="alpha: expected numbers"):
+        privatize(np.ones((2, 2), int), alpha, rng=1)
+
+
+@pytest.mark.parametrize("alpha", [1 - 1e-16, 1 - 2.0**-27, np.nextafter(1, 0)])
+def test_alpha_too_close_to_1_is_refused_everywhere(tmp_path, truth, alpha):
+    from lppf.mechanisms import ALPHA_MAX, privatize
+
+    with pytest.raises(InputError, match="too close to 1"):
+        privatize(np.ones((2, 2), int), alpha, rng=1)
+    refused(["privatize", truth, tmp_path / "p.npz", "--alpha", repr(alpha), "--seed", "1"],
+            "--alpha")
+    Y = privatize(np.ones((2, 2), int), ALPHA_MAX, rng=1)  # the largest allowed stays fittable
+    assert np.abs(Y).max() < 2**31
+
+
+@pytest.mark.parametrize("rng", ["abc", 1.5, -1, 2**64, True, [1, 2]])
+def test_a_bad_rng_is_named(rng):
+    from lppf.mechanisms import privatize
+
+    with pytest.raises(InputError, match="rng must be an integer"):
+        privatize(np.ones((2, 2), int), 0.5, rng=rng)
+
+
+@pytest.mark.parametrize(("name", "value"), [("a0", "0.1"), ("a0", True), ("b0", 1 + 0j),
+                                             ("b0", np.complex128(1)), ("tol", "0"),
+                                             ("a0", np.array(["1"]))])
+def test_settings_must_be_real_numbers(name, value):
+    from lppf.validation import check_params
+
+    params = dict(method="private", inference="mcmc", n_components=2, a0=0.1, b0=0.1,
+                  max_iter=6, burnin=2, thin=2, tol=0.0, restarts=1)
+    with pytest.raises(InputError, match=f"{name} must be a real number") as info:
+        check_params(**{**params, name: value})
+    assert info.value.param == name
+
+
+@pytest.mark.parametrize("fix", [np.ones((2, 4)) * (1 + 1j), np.ones((2, 4), bool),
+                                 np.full((2, 4), "1.0")])
+def test_fixed_factors_must_be_real_numbers(fix):
+    from lppf import PoissonMF
+
+    model = PoissonMF(2, method="nonprivate", max_iter=6, burnin=2, thin=2)
+    with pytest.raises(InputError, match=r"fix\['phi'\]: expected numbers"):
+        model.fit(np.ones((4, 4), int), fix={"phi": fix})
+
+
+def test_an_epsilon_that_rounds_alpha_to_1_is_blamed_on_epsilon(tmp_path, truth):
+    out = tmp_path / "alpha.npy"
+    line = refused(["simulate", "noise-level", truth, out, "--epsilon", "1e-300"], "--epsilon")
+    assert "alpha" in line and not out.exists()
+    line = refused(["privatize", truth, tmp_path / "p.npz", "--epsilon", "1e-300",
+                    "--precision", "1", "--seed", "1"], "--epsilon 1e-300")
+    refused(["simulate", "noise-level", truth, out, "--beta-mean", "0.999999999",
+             "--concentration", "1e9"], "--beta-mean")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["truth.npz"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "", "1.5"])
+def test_a_bad_numba_num_threads_is_one_line(tmp_path, truth, value):
+    env = {**os.environ, "NUMBA_NUM_THREADS": value}
+    result = subprocess.run([sys.executable, "-m", "lppf", "privatize", str(truth),
+                             str(tmp_path / "p.npz"), "--alpha", "0.5", "--seed", "1"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"lppf: error: environment variable NUMBA_NUM_THREADS={value!r}: expected an integer "
+        ">= 1 (or unset it to use every cpu)"]
+
+
+# -- messages name the user's own option
+@pytest.fixture
+def private(tmp_path) -> Path:
+    path = tmp_path / "private.npz"
+    np.savez(path, Y_noisy=np.random.default_rng(0).poisson(2, (6, 5)), alpha=np.array(0.5))
+    return path
+
+
+@pytest.mark.parametrize(("options", "culprit", "absent"), [
+    (["--chains", "0"], "--chains", "n_chains"),
+    (["--iterations", "2000000000", "--thin", "1"], "--iterations", "n_components"),
+    (["--iterations", "10", "--burnin", "10"], "--burnin", "max_iter"),
+])
+def test_fit_messages_name_the_cli_options(tmp_path, private, options, culprit, absent):
+    line = refused(["fit", private, tmp_path / "f.npz", "--components", "2", "--quiet",
+                    *options], culprit)
+    assert line.startswith(f"lppf: error: {culprit}") and absent not in line
+
+
+def test_a_float_mask_is_called_a_dtype_problem(tmp_path, private):
+    mask = tmp_path / "mask.npy"
+    np.save(mask, np.full((6, 5), 0.5))
+    line = refused(["fit", private, tmp_path / "f.npz", "--components", "2", "--mask", mask],
+                   str(mask))
+    assert "float64" in line and "shape" not in line

@@ -336,15 +336,34 @@ def _stage(path: PathLike, write: Callable[[IO[bytes]], None],
     return Path(tmp), target
 
 
-_BLOCKED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+_HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP back until the block ends, then act on them as their
+    handlers would have. Python runs signal handlers in the main thread only, so elsewhere
+    this holds nothing back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
+                for sig in _HELD}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        for sig in dict.fromkeys(caught):
+            signal.raise_signal(sig)
 
 
 def _publish(staged: Sequence[tuple[Path, Path]]) -> None:
-    """Rename every temporary file onto its target with SIGINT/SIGTERM/SIGHUP held back, so
-    that a signal arrives before the first rename or after the last. A target that became
+    """Rename every temporary file onto its target with termination signals held back, so
+    that a signal acts before the first rename or after the last. A target that became
     something other than a regular file meanwhile is refused before any rename."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
-    try:
+    with _signals_held():
         for _, target in staged:
             _target(target)
         for tmp, target in staged:
@@ -353,8 +372,6 @@ def _publish(staged: Sequence[tuple[Path, Path]]) -> None:
             except OSError as exc:
                 raise InputError(f"{target}: cannot write ({exc.strerror or _reason(exc)})"
                                  ) from None
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def write_files(files: Sequence[tuple[PathLike, Callable[[IO[bytes]], None]]]) -> None:
