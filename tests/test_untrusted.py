@@ -230,3 +230,114 @@ def test_a_float_mask_is_called_a_dtype_problem(tmp_path, private):
     line = refused(["fit", private, tmp_path / "f.npz", "--components", "2", "--mask", mask],
                    str(mask))
     assert "float64" in line and "shape" not in line
+
+
+# -- lppf evaluate reads what it is given through checked readers
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory) -> Path:
+    """A real pmf fit (MCMC, 2 chains), its truth, privatized counts and a mask."""
+    d = tmp_path_factory.mktemp("judged")
+    rng = np.random.default_rng(0)
+    theta, phi = rng.gamma(1.0, 1.0, (8, 2)), rng.gamma(1.0, 1.0, (2, 12))
+    Y = rng.poisson(theta @ phi)
+    np.savez(d / "truth.npz", Y=Y, mu=theta @ phi, theta=theta, phi=phi)
+    np.savez(d / "private.npz", Y_noisy=Y + rng.integers(-1, 2, Y.shape), alpha=np.array(0.3))
+    np.save(d / "mask.npy", rng.random(Y.shape) < 0.3)
+    assert run_cli(["fit", d / "private.npz", d / "fit.npz", "--components", "2", "--quiet",
+                    "--iterations", "8", "--burnin", "2", "--thin", "2", "--chains", "2",
+                    "--seed", "1"])[0] == 0
+    community = rng.poisson(2.0, (8, 8))
+    np.savez(d / "net.npz", Y=community)
+    assert run_cli(["fit", d / "net.npz", d / "cfit.npz", "--model", "community",
+                    "--method", "nonprivate", "--components", "2", "--quiet", "--iterations",
+                    "4", "--burnin", "2", "--thin", "1", "--seed", "1"])[0] == 0
+    return d
+
+
+def _edited(d: Path, source: str, name: str, drop: tuple = (), **changes) -> Path:
+    with np.load(d / source) as z:
+        data = {k: z[k] for k in z.files if k not in drop}
+    np.savez(d / name, **{**data, **changes})
+    return d / name
+
+
+def _evaluate(d: Path, fit="fit.npz", truth="truth.npz", *extra) -> list:
+    return ["evaluate", d / fit, d / "out.json", "--truth", d / truth, "--model", "pmf", *extra]
+
+
+def test_a_sound_fit_is_evaluated(judged):
+    code, err = run_cli(_evaluate(judged, "fit.npz", "truth.npz", "--mask",
+                                  judged / "mask.npy", "--privatized", judged / "private.npz",
+                                  "--coherence"))
+    assert code == 0, err
+    (judged / "out.json").unlink()
+
+
+def _fit_cases(d: Path) -> list[tuple[Path, str]]:
+    with np.load(d / "fit.npz") as z:
+        S = len(z["phi_samples"])
+        theta_s, log_joint = z["theta_samples"], z["log_joint"]
+    edit = lambda name, **kw: _edited(d, "fit.npz", name, **kw)  # noqa: E731
+    return [
+        (d / "cfit.npz", "another model"),
+        (edit("f1.npz", theta_samples=theta_s[:, :, :1]), "theta_samples"),
+        (edit("f2.npz", phi_samples=np.ones((S + 1, 2, 12))), "differ in number"),
+        (edit("f3.npz", log_joint=log_joint[:-1]), "log_joint"),
+        (edit("f4.npz", drop=("diag_rhat_loglik",)), "diag_rhat_loglik"),
+        (edit("f5.npz", config=np.array("{not json")), "config"),
+        (edit("f6.npz", config=np.array("[1, 2]")), "config"),
+        (edit("f7.npz", seed=np.arange(3)), "seed"),
+        (edit("f8.npz", iterations=np.float64(3.5)), "iterations"),
+        (edit("f9.npz", phi_samples=np.full((S, 2, 12), np.nan)), "phi_samples"),
+        (edit("f10.npz", mu_hat=-np.ones((8, 12))), "mu_hat"),
+        (edit("f11.npz", theta=np.ones((8, 2), complex)), "theta"),
+        (edit("f12.npz", elapsed_seconds=np.array("x")), "elapsed_seconds"),
+        (edit("f13.npz", phi=np.ones((3, 12))), "phi"),
+    ]
+
+
+@pytest.mark.parametrize("index", range(14))
+def test_a_damaged_fit_is_named(judged, index):
+    path, key = _fit_cases(judged)[index]
+    line = refused(_evaluate(judged, path.name, "truth.npz", "--privatized",
+                             judged / "private.npz"), str(path))
+    assert key in line
+    assert not (judged / "out.json").exists()
+
+
+def _other_cases(d: Path) -> list[tuple[list, str]]:
+    truth = lambda name, **kw: _edited(d, "truth.npz", name, **kw)  # noqa: E731
+    private = lambda name, **kw: _edited(d, "private.npz", name, **kw)  # noqa: E731
+    np.save(d / "mask_all.npy", np.ones((8, 12), bool))
+    np.save(d / "mask_none.npy", np.zeros((8, 12), bool))
+    np.save(d / "mask_float.npy", np.full((8, 12), 0.5))
+    with np.load(d / "private.npz") as z:
+        Y_noisy = z["Y_noisy"]
+    return [
+        (["--truth", truth("t1.npz", mu=-np.ones((8, 12)))], "negative"),
+        (["--truth", truth("t2.npz", mu=np.ones((8, 11)))], "'mu'"),
+        (["--truth", truth("t3.npz", Y=np.ones((8, 12, 1)))], "Y"),
+        (["--truth", truth("t4.npz", phi=np.ones((2, 11)))], "'phi'"),
+        (["--truth", truth("t5.npz", phi=np.ones((5, 12)))], "true topics"),
+        (["--privatized", private("p1.npz", alpha=np.array(1.0))], "alpha"),
+        (["--privatized", private("p2.npz", alpha=np.array(np.nan))], "alpha"),
+        (["--privatized", private("p3.npz", Y_noisy=Y_noisy + 0.5)], "Y_noisy"),
+        (["--privatized", private("p4.npz", alpha=np.array([0.5, 0.5]))], "alpha"),
+        (["--mask", d / "mask_all.npy"], "every"),
+        (["--mask", d / "mask_none.npy"], "no evaluated"),
+        (["--mask", d / "mask_float.npy"], "float64"),
+    ]
+
+
+@pytest.mark.parametrize("index", range(12))
+def test_damaged_truth_privatized_or_mask_files_are_named(judged, index):
+    extra, key = _other_cases(judged)[index]
+    argv = _evaluate(judged)
+    if extra[0] == "--truth":
+        argv[4] = extra[1]
+    else:
+        argv += extra
+    culprit = str(extra[1]) if key != "true topics" else "fit.npz"
+    line = refused(argv, culprit)
+    assert key in line and "shape differs" not in line
+    assert not (judged / "out.json").exists()
