@@ -341,3 +341,87 @@ def test_damaged_truth_privatized_or_mask_files_are_named(judged, index):
     line = refused(argv, culprit)
     assert key in line and "shape differs" not in line
     assert not (judged / "out.json").exists()
+
+
+# -- the Enron source stays inside itself
+MAIL = "From: {0}@x.com\nTo: {1}@x.com\nDate: Mon, 1 Jan 2001 00:00:{2:02d} +0000\n\nhi {2}\n"
+
+
+def _maildir(d: Path) -> Path:
+    box = d / "src" / "maildir" / "ann-a" / "sent"
+    box.mkdir(parents=True)
+    for i in range(4):
+        (box / f"{i}.").write_text(MAIL.format("ann", "bob" if i % 2 else "cy", i))
+    return d / "src"
+
+
+def _network(source: Path, out: Path) -> tuple[int, str, dict[str, int]]:
+    code, err = run_cli(["enron", "network", source, out / "net.npz", "--min-total", "0",
+                         "--min-sent", "0", "--quiet"])
+    summary = out / "net.summary.csv"
+    rows = dict(line.rsplit(",", 1) for line in summary.read_text().splitlines()[1:]) \
+        if summary.exists() else {}
+    return code, err, {k: int(v) for k, v in rows.items()}
+
+
+def test_links_out_of_the_maildir_are_not_followed(tmp_path):
+    source = _maildir(tmp_path)
+    outside = tmp_path / "outside"
+    (outside / "inbox").mkdir(parents=True)
+    (outside / "inbox" / "1.").write_text(MAIL.format("eve", "mallory", 9))
+    (outside / "secret.").write_text(MAIL.format("eve", "trent", 8))
+    box = source / "maildir" / "ann-a"
+    (box / "linked").symlink_to(outside / "inbox")
+    (box / "sent" / "9.").symlink_to(outside / "secret.")
+    (source / "maildir" / "eve-e").symlink_to(outside)
+    code, err, summary = _network(source, tmp_path)
+    assert code == 0, err
+    assert summary["files read"] == 4 and summary["skipped: symbolic link"] == 3
+    actors = (tmp_path / "net.actors.csv").read_text()
+    assert "eve" not in actors and "mallory" not in actors
+
+
+def test_a_deep_maildir_is_walked_without_recursion(tmp_path):
+    source = _maildir(tmp_path)
+    deep = source / "maildir" / "ann-a" / "sent"
+    for _ in range(1200):  # os.makedirs would recurse
+        deep = deep / "d"
+        deep.mkdir()
+    (deep / "1.").write_text(MAIL.format("ann", "deep", 30))
+    code, err, summary = _network(source, tmp_path)
+    assert code == 0, err
+    assert summary["files read"] == 5
+
+
+def test_unreadable_folders_and_special_files_are_counted(tmp_path, monkeypatch):
+    from lppf.enron import source as src
+
+    source = _maildir(tmp_path)
+    locked = source / "maildir" / "ann-a" / "locked"
+    locked.mkdir()
+    (locked / "1.").write_text(MAIL.format("ann", "zed", 40))
+    os.mkfifo(source / "maildir" / "ann-a" / "sent" / "fifo.")
+    entries = src._entries
+    monkeypatch.setattr(src, "_entries",
+                        lambda d: None if d == str(locked) else entries(d))
+    code, err, summary = _network(source, tmp_path)
+    assert code == 0, err
+    assert summary["skipped: unreadable folder"] == 1
+    assert summary["skipped: not a regular file"] == 1 and summary["files read"] == 4
+
+
+def test_huge_members_are_skipped_unread(tmp_path, monkeypatch):
+    import tarfile
+
+    from lppf.enron import source as src
+
+    source = _maildir(tmp_path)
+    (source / "maildir" / "ann-a" / "sent" / "big.").write_text(
+        MAIL.format("ann", "big", 50) + "x" * 5000)
+    with tarfile.open(tmp_path / "m.tar", "w") as tar:
+        tar.add(source / "maildir", arcname="maildir")
+    monkeypatch.setattr(src, "MESSAGE_LIMIT", 1000)
+    for path in (source, tmp_path / "m.tar"):
+        code, err, summary = _network(path, tmp_path)
+        assert code == 0, err
+        assert summary["skipped: file over 1000 bytes"] == 1 and summary["files read"] == 4

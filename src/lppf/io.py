@@ -283,7 +283,7 @@ def check_output(path: PathLike) -> None:
         raise InputError(f"{path}: cannot write ({exc.strerror or _reason(exc)})") from None
 
 
-def _make_parents(directory: Path) -> list[Path]:
+def make_parents(directory: Path) -> list[Path]:
     """Create ``directory`` and its missing ancestors; return those created, deepest first."""
     missing = [d for d in (directory, *directory.parents) if not d.exists()]
     existing = next((d for d in (directory, *directory.parents) if d.exists()), None)
@@ -293,9 +293,10 @@ def _make_parents(directory: Path) -> list[Path]:
     return missing
 
 
-def _remove_dirs(created: Sequence[Path]) -> None:
-    """Remove directories made for outputs that were not written (those still empty)."""
-    for d in created:
+def remove_empty(created: Sequence[Path]) -> None:
+    """Remove directories made for outputs that were not written (those still empty),
+    deepest first."""
+    for d in sorted(created, key=lambda d: -len(d.parts)):
         try:
             d.rmdir()
         except OSError:
@@ -316,7 +317,7 @@ def _stage(path: PathLike, write: Callable[[IO[bytes]], None],
     made on the way are appended to ``created``."""
     target = _target(path)
     try:
-        created.extend(_make_parents(target.parent))
+        created.extend(make_parents(target.parent))
         fd, tmp = _temporary(target)
     except OSError as exc:
         raise InputError(f"{path}: cannot write ({exc.strerror or _reason(exc)})") from None
@@ -391,7 +392,7 @@ def write_files(files: Sequence[tuple[PathLike, Callable[[IO[bytes]], None]]]) -
             for tmp, _ in staged:
                 tmp.unlink(missing_ok=True)
             if not done:
-                _remove_dirs(sorted(set(created), key=lambda d: -len(d.parts)))
+                remove_empty(created)
 
 
 def _npz_payload(arrays: Mapping[str, Any]) -> dict[str, Any]:
@@ -433,5 +434,6 @@ def write_text(path: PathLike, text: str) -> None:
 
 
 __all__ = ["COUNT_LIMIT", "SEED_LIMIT", "InputError", "as_count_matrix", "check_output",
-           "check_seed", "load_json_entry", "load_npy", "load_npz", "npz_writer", "require_key",
+           "check_seed", "load_json_entry", "load_npy", "load_npz", "make_parents", "npz_writer",
+           "remove_empty", "require_key",
            "save_npy", "save_npz", "text_writer", "write_files", "write_text"]
