@@ -425,3 +425,27 @@ def test_huge_members_are_skipped_unread(tmp_path, monkeypatch):
         code, err, summary = _network(path, tmp_path)
         assert code == 0, err
         assert summary["skipped: file over 1000 bytes"] == 1 and summary["files read"] == 4
+
+
+def test_synth_maildir_is_written_all_or_nothing(tmp_path, monkeypatch):
+    from lppf.enron import synth
+
+    (tmp_path / "file").write_text("x")
+    refused(["enron", "synth-maildir", tmp_path / "file", "--people", "5", "--owners", "2",
+             "--emails", "5"], "file")
+    (tmp_path / "full" / "maildir").mkdir(parents=True)
+    (tmp_path / "full" / "maildir" / "keep").write_text("x")
+    refused(["enron", "synth-maildir", tmp_path / "full"], "not an empty directory")
+    real = Path.write_bytes
+    calls = []
+
+    def fail_late(self, data):
+        calls.append(self)
+        if len(calls) > 3:
+            raise OSError(28, "No space left on device")
+        return real(self, data)
+
+    monkeypatch.setattr(synth.Path, "write_bytes", fail_late)
+    refused(["enron", "synth-maildir", tmp_path / "new" / "out", "--people", "5",
+             "--owners", "2", "--emails", "5"], "No space left")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "full"]
