@@ -449,3 +449,16 @@ def test_synth_maildir_is_written_all_or_nothing(tmp_path, monkeypatch):
     refused(["enron", "synth-maildir", tmp_path / "new" / "out", "--people", "5",
              "--owners", "2", "--emails", "5"], "No space left")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "full"]
+
+
+def test_a_fifo_or_device_as_input_is_called_what_it_is(tmp_path, private):
+    fifo = tmp_path / "in.npz"
+    os.mkfifo(fifo)
+    out = tmp_path / "out.npz"
+    assert "is a FIFO" in refused(["privatize", fifo, out, "--alpha", "0.5", "--seed", "1"],
+                                  str(fifo))
+    assert "character device" in refused(["fit", "/dev/zero", out, "--components", "2"],
+                                         "/dev/zero")
+    assert "is a FIFO" in refused(["fit", private, out, "--components", "2", "--mask", fifo],
+                                  str(fifo))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npz", "private.npz"]

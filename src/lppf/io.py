@@ -68,7 +68,11 @@ def _missing(path: Path, what: str = "") -> InputError:
     where = f" ({what})" if what else ""
     if path.is_dir():
         return InputError(f"{path}: is a directory, expected a file{where}")
-    return InputError(f"{path}: no such file{where}")
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return InputError(f"{path}: no such file{where}")
+    return InputError(f"{path}: is {_kind(mode)}, expected a regular file{where}")
 
 
 def _open(path: Path, what: str = "") -> IO[bytes]:

@@ -91,7 +91,7 @@ def run_download(args: argparse.Namespace) -> int:
         raise InputError("download takes [URL] OUTPUT")
     url, output = (CMU_URL, args.paths[0]) if len(args.paths) == 1 else args.paths
     if not is_url(url):
-        raise InputError(f"{url}: not a URL (http://, https://, ftp:// or file://)")
+        raise InputError(f"{url}: not a URL (http:// or https://)")
     path = download(url, output, args.sha256, args.size, _progress(args))
     print(f"{path}: {path.stat().st_size} bytes")
     return 0
