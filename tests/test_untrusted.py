@@ -462,3 +462,132 @@ def test_a_fifo_or_device_as_input_is_called_what_it_is(tmp_path, private):
     assert "is a FIFO" in refused(["fit", private, out, "--components", "2", "--mask", fifo],
                                   str(fifo))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npz", "private.npz"]
+
+
+# -- properties: any input either works or is refused by the promise
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+QUICK = settings(max_examples=40, deadline=None, derandomize=True,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture])
+SCALARS = st.one_of(st.floats(), st.integers(-2**70, 2**70), st.booleans(), st.complex_numbers(),
+                    st.text(max_size=5), st.none(), st.lists(st.floats(0, 1), max_size=3),
+                    st.just(np.nextafter(1.0, 0.0)), st.floats(0.999999, 1.0))
+
+
+def _works_or_input_error(call) -> object:
+    """``call()``: a result, or an InputError; any other exception (or warning) fails."""
+    try:
+        return call()
+    except InputError as exc:
+        assert "\n" not in str(exc) and str(exc)
+        return exc
+
+
+@QUICK
+@given(alpha=SCALARS)
+def test_any_alpha_privatizes_into_the_count_limit_or_is_refused(alpha):
+    from lppf.mechanisms import privatize
+
+    out = _works_or_input_error(lambda: privatize(np.full((3, 2), 5), alpha, rng=1))
+    if not isinstance(out, InputError):
+        assert out.dtype == np.int64 and np.abs(out).max() < 2**31
+
+
+@QUICK
+@given(rng=SCALARS)
+def test_any_rng_works_or_is_refused(rng):
+    from lppf.mechanisms import privatize
+
+    _works_or_input_error(lambda: privatize(np.ones((2, 2), int), 0.5, rng=rng))
+
+
+@QUICK
+@given(name=st.sampled_from(["n_components", "a0", "b0", "max_iter", "burnin", "thin", "tol",
+                             "restarts", "n_chains", "random_state", "threads"]),
+       value=SCALARS)
+def test_any_setting_is_checked_in_one_line(name, value):
+    from lppf.validation import check_params
+
+    params = dict(method="private", inference="mcmc", n_components=2, a0=0.1, b0=0.1,
+                  max_iter=6, burnin=2, thin=2, tol=0.0, restarts=1)
+    out = _works_or_input_error(lambda: check_params(**{**params, name: value}))
+    if isinstance(out, InputError):
+        assert out.param in (name, "burnin")
+
+
+@QUICK
+@given(fix=hnp.arrays(st.sampled_from([np.float64, np.int8, np.bool_, np.complex128, "U2"]),
+                      st.sampled_from([(2, 4), (4, 2), (2,)]),
+                      elements=None))
+def test_any_fixed_factor_is_checked(fix):
+    from lppf.validation import fit_data
+
+    out = _works_or_input_error(lambda: fit_data("pmf", "nonprivate", np.ones((4, 4), int),
+                                                 fix={"phi": fix}, n_components=2))
+    if not isinstance(out, InputError):
+        assert fix.dtype.kind in "iuf" and np.all(out.fix["phi"] > 0)
+
+
+NAMES = st.one_of(
+    st.text(st.characters(codec="utf-8", exclude_characters="\x00/"), min_size=1,
+            max_size=130),
+    st.integers(1, 300).map(lambda n: "n" * n),
+    st.sampled_from(["newdir/", "a/b/", ".", "..", "sub/x.npz", "fifo", "dir", "link",
+                     "file/x"]))
+
+
+@QUICK
+@given(name=NAMES)
+def test_any_output_name_is_a_regular_file_or_refused(tmp_path_factory, name):
+    d = tmp_path_factory.mktemp("names")
+    np.savez(d / "truth.npz", Y=np.ones((2, 2), int))
+    os.mkfifo(d / "fifo")
+    (d / "dir").mkdir()
+    (d / "link").symlink_to("/dev/null")
+    (d / "file").write_text("x")
+    before = {p: p.lstat().st_mode for p in d.rglob("*")}
+    code, err = run_cli(["privatize", d / "truth.npz", f"{d}/{name}", "--alpha", "0.5",
+                         "--seed", "1"])
+    after = {p: p.lstat().st_mode for p in d.rglob("*")}
+    new = set(after) - set(before)
+    if code == 0:
+        out = Path(os.path.realpath(f"{d}/{name}"))
+        assert out.is_file() and all(p == out or out.is_relative_to(p) for p in new)
+    else:
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("lppf: error: "), err
+        assert after == before
+    assert all(after[p] == mode for p, mode in before.items() if p.name != "truth.npz" or
+               code != 0)
+
+
+@QUICK
+@given(key=st.sampled_from(["mu_hat", "theta", "phi", "theta_samples", "phi_samples",
+                            "log_joint", "seed", "iterations", "config", "elapsed_seconds",
+                            "diag_rhat_loglik", "diag_rhat_mu", "extra_n_chains"]),
+       value=hnp.arrays(st.sampled_from([np.float64, np.int64, np.bool_, "U3"]),
+                        hnp.array_shapes(min_dims=0, max_dims=3, max_side=4)) | st.none())
+def test_any_damaged_fit_is_evaluated_or_named(judged, key, value):
+    fit = _edited(judged, "fit.npz", "any.npz", drop=(key,) if value is None else (),
+                  **({} if value is None else {key: value}))
+    code, err = run_cli(_evaluate(judged, fit.name, "truth.npz", "--privatized",
+                                  judged / "private.npz", "--mask", judged / "mask.npy"))
+    out = judged / "out.json"
+    if code == 0:
+        assert out.is_file()
+        out.unlink()
+    else:
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and str(fit) in lines[0], err
+        assert not out.exists()
+
+
+def test_enron_side_outputs_are_checked_before_the_corpus_is_read(tmp_path):
+    source = _maildir(tmp_path)
+    out = tmp_path / ("n" * 244 + ".npz")  # the .summary.csv beside it would be 256 bytes
+    refused(["enron", "network", source, out, "--quiet"], "bytes long")
+    os.mkfifo(tmp_path / "net.actors.csv")
+    refused(["enron", "network", source, tmp_path / "net.npz", "--quiet"], "net.actors.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["net.actors.csv", "src"]
