@@ -591,3 +591,22 @@ def test_enron_side_outputs_are_checked_before_the_corpus_is_read(tmp_path):
     os.mkfifo(tmp_path / "net.actors.csv")
     refused(["enron", "network", source, tmp_path / "net.npz", "--quiet"], "net.actors.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["net.actors.csv", "src"]
+
+
+@pytest.mark.parametrize("module", ["numpy", "numba"])
+def test_ctrl_c_while_modules_load_is_one_line(tmp_path, module):
+    """The interrupt arrives while ``module`` is imported, as the console script runs."""
+    code = ("import builtins, sys\n"
+            "real = builtins.__import__\n"
+            "def hooked(name, *args, **kwargs):\n"
+            f"    if name == {module!r}:\n"
+            "        raise KeyboardInterrupt\n"
+            "    return real(name, *args, **kwargs)\n"
+            "builtins.__import__ = hooked\n"
+            "sys.argv = ['lppf', 'fit', 'in.npz', 'out.npz', '--components', '2']\n"
+            "from lppf.cli import run\n"
+            "run()\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert result.returncode == 130, result.stderr
+    assert result.stderr.strip().splitlines() == ["lppf: interrupted"]
