@@ -46,6 +46,12 @@ def test_chain_c_does_not_depend_on_the_number_of_chains(model):
     np.testing.assert_allclose(three.mu_hat[cells[:, 0], cells[:, 1]], mu)
 
 
+def test_pmf_chains_share_one_em_start():
+    three = _fit("pmf", 3)
+    scores = three.extra["start_loglik"]
+    assert scores.shape[0] == 3 and (scores == scores[0]).all()
+
+
 @pytest.mark.parametrize("model", ["pmf", "community"])
 def test_chains_identical_for_any_thread_count(model):
     one, two = _fit(model, 2, threads=1), _fit(model, 2, threads=2)
