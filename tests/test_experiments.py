@@ -252,3 +252,14 @@ def test_figure_fits_are_chosen_from_the_figure_name():
     assert set(grid.FIGURE_FITS) <= {n for t in ("blocks", "community") for n in
                                      grid.figures(spec(truth={"kind": t}))} | {
         "posterior_y", "theta_kl"}
+
+
+def test_the_default_config_runs_every_mcmc_fit_on_enough_chains():
+    """R-hat and ESS are judged over at least 4 chains (lppf.diagnostics.MIN_CHAINS)."""
+    from lppf.diagnostics import MIN_CHAINS
+
+    default = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    for name, exp in default["experiments"].items():
+        for key in ("mcmc", "fixed_mcmc"):
+            if key in exp:
+                assert exp[key].get("chains", 1) >= MIN_CHAINS, (name, key)
