@@ -70,10 +70,11 @@ ERRORS = [
     (["private.npz", "--mask", "nope.npy"], "nope.npy: no such file (--mask)"),
     (["private.npz", "--mask", "private.npz"], "private.npz: not a readable .npy file"),
     (["private.npz", "--fix-pi", "phi.npy"], "fix: unknown factor 'pi'"),
-    (["private.npz", "--fix-phi", "mask.npy"], "mask.npy: fix['phi']: shape (70, 15)"),
+    (["private.npz", "--fix-phi", "mask.npy"],
+     "mask.npy: fix['phi']: expected numbers (real, not bool"),
     (["private.npz", "--mask", "phi.npy"], "phi.npy: mask: expected a boolean"),
     (["private.npz", "--threads", "0"], "--threads must be >= 1"),
-    (["private.npz", "--burnin", "12"], "max_iter (12) must exceed burnin (12)"),
+    (["private.npz", "--burnin", "12"], "--iterations (12) must exceed --burnin (12)"),
 ]
 
 

@@ -160,7 +160,7 @@ def test_benchmark_seconds(tmp_path):
 
 def test_evaluate_cli_writes_one_row_of_metrics(tmp_path):
     rng = np.random.default_rng(3)
-    theta, phi = rng.gamma(1.0, 1.0, (6, 2)), rng.gamma(1.0, 1.0, (2, 5))
+    theta, phi = rng.gamma(1.0, 1.0, (6, 2)), rng.gamma(1.0, 1.0, (2, 12))
     mu = theta @ phi
     Y = rng.poisson(mu)
     save_npz(tmp_path / "truth.npz", Y=Y, mu=mu)

@@ -8,7 +8,6 @@ import pandas as pd
 import seaborn as sns
 
 from lppf import metrics
-from lppf.experiments import run_settings
 from lppf.fitting import DEFAULTS
 from lppf.io import load_npz
 
@@ -184,8 +183,7 @@ def posterior_y(smk, n_cells=25, seed=0):
 def theta_kl(smk):
     """S1 (000 fig. 1 right): mean elementwise Poisson KL(Theta* || Theta sample) over the
     iterations of a chain holding Phi at its true value, one line per noise level."""
-    mcmc = {"burnin": DEFAULTS["burnin"], "thin": DEFAULTS["thin"],
-            **run_settings(smk.params.spec, "mcmc", "-fix")}
+    mcmc = {"burnin": DEFAULTS["burnin"], "thin": DEFAULTS["thin"], **smk.params.mcmc}
     frames = []
     for f, fit in _fit_grid(smk):
         truth = load_npz(f["truth"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -63,7 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 OPTIONS = {"n_components": "--components", "max_iter": "--iterations",
-           "random_state": "--seed"}
+           "random_state": "--seed", "n_chains": "--chains"}
+API_NAMES = {"max_iter": "--iterations", "burnin": "--burnin", "thin": "--thin",
+             "n_components": "--components", "n_chains": "--chains"}
 
 
 def _blame(args: argparse.Namespace, exc: InputError) -> InputError:
@@ -77,7 +80,10 @@ def _blame(args: argparse.Namespace, exc: InputError) -> InputError:
         where = OPTIONS.get(param, f"--{param}")
     else:  # e.g. "fix" (holding every factor fixed): the message says it all
         return exc
-    return InputError(f"{where}: {exc}", param)
+    message = str(exc)
+    for name, option in API_NAMES.items():  # the API's names, as the user typed them
+        message = re.sub(rf"\b{name}\b", option, message)
+    return InputError(f"{where}: {message}", param)
 
 
 def _load_input(path: Path, method: str) -> tuple[np.ndarray, np.ndarray | None]:
