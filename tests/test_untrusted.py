@@ -461,6 +461,7 @@ def test_a_fifo_or_device_as_input_is_called_what_it_is(tmp_path, private):
                                          "/dev/zero")
     assert "is a FIFO" in refused(["fit", private, out, "--components", "2", "--mask", fifo],
                                   str(fifo))
+    assert "is a FIFO" in refused(["enron", "network", fifo, out, "--quiet"], str(fifo))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npz", "private.npz"]
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from lppf.io import InputError, check_output, make_parents, remove_empty
+from lppf.io import InputError, _kind, check_output, make_parents, remove_empty
 
 CMU_URL = "https://www.cs.cmu.edu/~enron/enron_mail_20150507.tar.gz"
 # Published size and SHA-256 of CMU_URL: to be filled. CMU publishes neither; we only verify
@@ -303,4 +303,7 @@ def iter_raw(path: str | os.PathLike[str]) -> Iterator[RawMessage]:
         return _iter_dir(path)
     if path.is_file():
         return _iter_tar(path)
+    if path.exists():
+        raise InputError(f"{path}: is {_kind(path.stat().st_mode)}, expected a tarball or a "
+                         "maildir directory")
     raise InputError(f"{path}: no such file or directory; {OFFLINE_HINT}")
