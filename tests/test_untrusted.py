@@ -611,3 +611,26 @@ def test_ctrl_c_while_modules_load_is_one_line(tmp_path, module):
                             timeout=120, cwd=tmp_path)
     assert result.returncode == 130, result.stderr
     assert result.stderr.strip().splitlines() == ["lppf: interrupted"]
+
+
+@QUICK
+@given(option=st.sampled_from(["--epsilon", "--beta-mean", "--concentration"]),
+       value=st.floats(allow_nan=True, allow_infinity=True).map(repr)
+       | st.sampled_from(["1e-300", "5e-324", "0.9999999999999999", "1e300"]))
+def test_any_noise_level_option_writes_a_fittable_alpha_or_is_refused(tmp_path_factory,
+                                                                       option, value):
+    from lppf.mechanisms import ALPHA_MAX
+
+    d = tmp_path_factory.mktemp("noise")
+    np.savez(d / "truth.npz", Y=np.full((4, 3), 2))
+    out = d / "alpha.npy"
+    base = {"--epsilon": [], "--beta-mean": [], "--concentration": ["--beta-mean", "0.5"]}
+    code, err = run_cli(["simulate", "noise-level", d / "truth.npz", out, *base[option],
+                         option, value])
+    if code == 0:
+        alpha = np.load(out)
+        assert np.all((alpha >= 0) & (alpha <= ALPHA_MAX))
+    else:
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and option in lines[0], err
+        assert not out.exists()
