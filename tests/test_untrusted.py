@@ -634,3 +634,11 @@ def test_any_noise_level_option_writes_a_fittable_alpha_or_is_refused(tmp_path_f
         lines = err.strip().splitlines()
         assert code == 2 and len(lines) == 1 and option in lines[0], err
         assert not out.exists()
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0)])
+def test_noise_level_of_empty_counts_is_one_line(tmp_path, shape):
+    np.savez(tmp_path / "empty.npz", Y=np.zeros(shape, int))
+    refused(["simulate", "noise-level", tmp_path / "empty.npz", tmp_path / "a.npy",
+             "--epsilon", "1"], "empty matrix")
+    assert not (tmp_path / "a.npy").exists()

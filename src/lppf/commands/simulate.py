@@ -91,7 +91,10 @@ def _rescale(args) -> int:
 
 
 def _true_counts(path) -> np.ndarray:
-    return as_count_matrix(require_key(load_npz(path), "Y", path), name=f"{path}: Y")
+    Y = as_count_matrix(require_key(load_npz(path), "Y", path), name=f"{path}: Y")
+    if Y.size == 0:
+        raise InputError(f"{path}: Y: empty matrix (shape {Y.shape})")
+    return Y
 
 
 def _noise_level(args) -> int:
