@@ -642,3 +642,25 @@ def test_noise_level_of_empty_counts_is_one_line(tmp_path, shape):
     refused(["simulate", "noise-level", tmp_path / "empty.npz", tmp_path / "a.npy",
              "--epsilon", "1"], "empty matrix")
     assert not (tmp_path / "a.npy").exists()
+
+
+SETTINGS = st.one_of(st.floats(), st.integers(-3, 8), st.integers(2**31, 2**70), st.booleans(),
+                     st.complex_numbers(), st.text(max_size=4), st.none(),
+                     st.just(np.float32(0.5)), st.just(np.array(2)))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(name=st.sampled_from(["n_components", "a0", "b0", "max_iter", "burnin", "thin",
+                             "n_chains", "tol", "restarts", "random_state", "threads",
+                             "alpha", "method", "inference"]),
+       value=SETTINGS)
+def test_any_estimator_setting_fits_or_is_refused(name, value):
+    from lppf import PoissonMF
+
+    params = {"n_components": 2, "max_iter": 6, "burnin": 2, "thin": 2, "alpha": 0.5,
+              "random_state": 0, name: value}
+    model = PoissonMF(**params)
+    Y = np.arange(12).reshape(4, 3) % 3
+    out = _works_or_input_error(lambda: model.fit(Y))
+    if not isinstance(out, InputError):
+        assert model.mu_hat_.shape == Y.shape and np.all(np.isfinite(model.mu_hat_))
