@@ -293,10 +293,12 @@ def _fit_cases(d: Path) -> list[tuple[Path, str]]:
         (edit("f11.npz", theta=np.ones((8, 2), complex)), "theta"),
         (edit("f12.npz", elapsed_seconds=np.array("x")), "elapsed_seconds"),
         (edit("f13.npz", phi=np.ones((3, 12))), "phi"),
+        (edit("f14.npz", theta_samples=theta_s[:0], phi_samples=np.ones((0, 2, 12))),
+         "no samples"),
     ]
 
 
-@pytest.mark.parametrize("index", range(14))
+@pytest.mark.parametrize("index", range(15))
 def test_a_damaged_fit_is_named(judged, index):
     path, key = _fit_cases(judged)[index]
     line = refused(_evaluate(judged, path.name, "truth.npz", "--privatized",

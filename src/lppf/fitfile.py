@@ -103,6 +103,8 @@ def _factors(data: dict, path: PathLike, model: str, shape: tuple[int, int]) -> 
                 raise InputError(f"{path}: key {key!r} has shape {np.shape(data[key])}, "
                                  f"expected (samples, *{expected[name]})")
             S = np.shape(data[key])[0]
+            if S == 0:
+                raise InputError(f"{path}: key {key!r} holds no samples")
             out[key] = _numbers(data, key, path, (S, *expected[name]))
             n_samples.add(S)
     if len(n_samples) > 1:
