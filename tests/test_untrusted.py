@@ -265,6 +265,14 @@ def _evaluate(d: Path, fit="fit.npz", truth="truth.npz", *extra) -> list:
     return ["evaluate", d / fit, d / "out.json", "--truth", d / truth, "--model", "pmf", *extra]
 
 
+def test_a_community_truth_of_one_actor_is_refused(tmp_path):
+    np.savez(tmp_path / "one.npz", Y=np.ones((1, 1), int))
+    np.savez(tmp_path / "fit.npz", mu_hat=np.ones((1, 1)))
+    refused(["evaluate", tmp_path / "fit.npz", tmp_path / "m.json", "--truth",
+             tmp_path / "one.npz", "--model", "community"], "at least 2 actors")
+    assert not (tmp_path / "m.json").exists()
+
+
 def test_a_sound_fit_is_evaluated(judged):
     code, err = run_cli(_evaluate(judged, "fit.npz", "truth.npz", "--mask",
                                   judged / "mask.npy", "--privatized", judged / "private.npz",

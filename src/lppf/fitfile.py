@@ -162,9 +162,9 @@ def read_truth(path: PathLike, model: str) -> dict[str, np.ndarray]:
     Y = as_count_matrix(require_key(data, "Y", path), name=f"{path}: Y")
     if Y.size == 0:
         raise InputError(f"{path}: Y: empty matrix (shape {Y.shape}), nothing to evaluate")
-    if model == "community" and Y.shape[0] != Y.shape[1]:
-        raise InputError(f"{path}: Y: the community model needs a square matrix, got shape "
-                         f"{Y.shape}")
+    if model == "community" and (Y.shape[0] != Y.shape[1] or Y.shape[0] < 2):
+        raise InputError(f"{path}: Y: the community model needs a square matrix of at least "
+                         f"2 actors, got shape {Y.shape}")
     out = {"Y": Y}
     if "mu" in data:
         out["mu"] = _numbers(data, "mu", path, Y.shape)
