@@ -26,8 +26,9 @@ DIAGNOSTICS = ("diag_rhat_loglik", "diag_ess_bulk_loglik", "diag_rhat_mu")
 def _numbers(data: dict, key: str, path: PathLike, shape: tuple | None = None, *,
              ndim: int | None = None, finite: bool = True, nonnegative: bool = True
              ) -> np.ndarray:
-    """``data[key]`` as a float array (of ``shape``, or ``ndim`` dimensions), real numbers only
-    (bool allowed for none), finite and >= 0 unless told otherwise."""
+    """``data[key]`` as a float array (of ``shape``, or ``ndim`` dimensions): integers or
+    floats (no bools, complex numbers or text), no NaN, finite and >= 0 unless told
+    otherwise."""
     value = np.asarray(require_key(data, key, path))
     want = f"shape {shape}" if shape is not None else f"{ndim} dimension(s)"
     if (value.dtype.kind not in "iuf" or (shape is not None and value.shape != shape)
@@ -44,6 +45,7 @@ def _numbers(data: dict, key: str, path: PathLike, shape: tuple | None = None, *
 
 
 def _integer(data: dict, key: str, path: PathLike, limit: int = 2**63) -> int | None:
+    """``data[key]``, one integer in [0, limit), or None when absent."""
     if key not in data:
         return None
     value = np.asarray(data[key])
