@@ -50,7 +50,8 @@ def _integer(data: dict, key: str, path: PathLike, limit: int = 2**63) -> int | 
         return None
     value = np.asarray(data[key])
     if value.shape != () or value.dtype.kind not in "iu" or not 0 <= value.item() < limit:
-        raise InputError(f"{path}: key {key!r} must be one integer in [0, {limit}), got "
+        bound = f"2**{limit.bit_length() - 1}" if limit & (limit - 1) == 0 else limit
+        raise InputError(f"{path}: key {key!r} must be one integer in [0, {bound}), got "
                          f"shape {value.shape} dtype {value.dtype}")
     return int(value)
 
