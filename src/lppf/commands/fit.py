@@ -18,7 +18,6 @@ import numpy as np
 
 from lppf import fitting
 from lppf._numba import threads as numba_threads
-from lppf.diagnostics import warning_line
 from lppf.fitting import DEFAULTS
 from lppf.io import InputError, check_output, load_npy, load_npz, require_key
 from lppf.results import INFERENCES, METHODS, MODELS
@@ -132,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     fit.save(args.output, input_path=args.input)
     if args.idata is not None:
         fit.to_inference_data().to_netcdf(args.idata)
-    warning = warning_line(fit.result.diagnostics)
+    warning = fit.warning_line()
     if warning is not None:
         print(f"lppf fit: {args.output}: {warning}", file=sys.stderr)
     print(f"{args.output}: {args.model} {args.method} {args.inference}, K={args.components}, "
