@@ -120,14 +120,22 @@ def _factors(data: dict, path: PathLike, model: str, shape: tuple[int, int]) -> 
 
 
 def _diagnostics(data: dict, path: PathLike) -> dict:
+    """The ``diag_*`` arrays: R-hat and ESS scalars, ``rhat_mu`` (m,) of the cells (m, 2)."""
     if not any(k.startswith("diag_") for k in data):
         return {}
     out = {k: _numbers(data, k, path, (), finite=False) for k in DIAGNOSTICS[:2]}
+    if "diag_ess_tail_loglik" in data:
+        out["diag_ess_tail_loglik"] = _numbers(data, "diag_ess_tail_loglik", path, (),
+                                               finite=False)
     rhat = np.asarray(require_key(data, "diag_rhat_mu", path))
     if rhat.ndim != 1 or rhat.dtype.kind not in "iuf":
         raise InputError(f"{path}: key 'diag_rhat_mu' has shape {rhat.shape} and dtype "
                          f"{rhat.dtype}, expected numbers of 1 dimension(s)")
-    return {**out, "diag_rhat_mu": rhat.astype(float)}
+    cells = np.asarray(require_key(data, "diag_cells", path))
+    if cells.shape != (len(rhat), 2) or cells.dtype.kind not in "iu":
+        raise InputError(f"{path}: key 'diag_cells' has shape {cells.shape} and dtype "
+                         f"{cells.dtype}, expected integers of shape ({len(rhat)}, 2)")
+    return {**out, "diag_rhat_mu": rhat.astype(float), "diag_cells": cells}
 
 
 def read_fit(path: PathLike, model: str, shape: tuple[int, int],
@@ -151,6 +159,10 @@ def read_fit(path: PathLike, model: str, shape: tuple[int, int],
                            "iterations": _integer(data, "iterations", path, COUNT_LIMIT)}
     if "elapsed_seconds" in data:
         out["elapsed_seconds"] = float(_numbers(data, "elapsed_seconds", path, ()))
+    if "extra_n_chains" in data:
+        out["extra_n_chains"] = _integer(data, "extra_n_chains", path, COUNT_LIMIT)
+        if out["extra_n_chains"] < 1:
+            raise InputError(f"{path}: key 'extra_n_chains' must be >= 1, got 0")
     if "extra_objective" in data:
         out["extra_objective"] = _numbers(data, "extra_objective", path, ndim=1,
                                           nonnegative=False)
