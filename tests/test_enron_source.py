@@ -170,3 +170,8 @@ def test_a_file_url_makes_no_copy(tmp_path, capsys):
     code = main(["enron", "network", secret.as_uri(), str(out / "net.npz"), "--quiet"])
     assert code == 2 and "only http:// and https://" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["secret.txt"]
+
+
+def test_a_download_name_up_to_the_limit_is_written(server, tmp_path):
+    dest = download(server, tmp_path / ("n" * 255), sha256=SHA, progress=False)
+    assert [p.name for p in tmp_path.iterdir()] == [dest.name] and dest.stat().st_size

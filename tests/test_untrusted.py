@@ -265,6 +265,14 @@ def _evaluate(d: Path, fit="fit.npz", truth="truth.npz", *extra) -> list:
     return ["evaluate", d / fit, d / "out.json", "--truth", d / truth, "--model", "pmf", *extra]
 
 
+def test_a_community_truth_of_one_actor_is_refused(tmp_path):
+    np.savez(tmp_path / "one.npz", Y=np.ones((1, 1), int))
+    np.savez(tmp_path / "fit.npz", mu_hat=np.ones((1, 1)))
+    refused(["evaluate", tmp_path / "fit.npz", tmp_path / "m.json", "--truth",
+             tmp_path / "one.npz", "--model", "community"], "at least 2 actors")
+    assert not (tmp_path / "m.json").exists()
+
+
 def test_a_sound_fit_is_evaluated(judged):
     code, err = run_cli(_evaluate(judged, "fit.npz", "truth.npz", "--mask",
                                   judged / "mask.npy", "--privatized", judged / "private.npz",
@@ -293,10 +301,12 @@ def _fit_cases(d: Path) -> list[tuple[Path, str]]:
         (edit("f11.npz", theta=np.ones((8, 2), complex)), "theta"),
         (edit("f12.npz", elapsed_seconds=np.array("x")), "elapsed_seconds"),
         (edit("f13.npz", phi=np.ones((3, 12))), "phi"),
+        (edit("f14.npz", theta_samples=theta_s[:0], phi_samples=np.ones((0, 2, 12))),
+         "no samples"),
     ]
 
 
-@pytest.mark.parametrize("index", range(14))
+@pytest.mark.parametrize("index", range(15))
 def test_a_damaged_fit_is_named(judged, index):
     path, key = _fit_cases(judged)[index]
     line = refused(_evaluate(judged, path.name, "truth.npz", "--privatized",
@@ -461,6 +471,7 @@ def test_a_fifo_or_device_as_input_is_called_what_it_is(tmp_path, private):
                                          "/dev/zero")
     assert "is a FIFO" in refused(["fit", private, out, "--components", "2", "--mask", fifo],
                                   str(fifo))
+    assert "is a FIFO" in refused(["enron", "network", fifo, out, "--quiet"], str(fifo))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npz", "private.npz"]
 
 
@@ -610,3 +621,56 @@ def test_ctrl_c_while_modules_load_is_one_line(tmp_path, module):
                             timeout=120, cwd=tmp_path)
     assert result.returncode == 130, result.stderr
     assert result.stderr.strip().splitlines() == ["lppf: interrupted"]
+
+
+@QUICK
+@given(option=st.sampled_from(["--epsilon", "--beta-mean", "--concentration"]),
+       value=st.floats(allow_nan=True, allow_infinity=True).map(repr)
+       | st.sampled_from(["1e-300", "5e-324", "0.9999999999999999", "1e300"]))
+def test_any_noise_level_option_writes_a_fittable_alpha_or_is_refused(tmp_path_factory,
+                                                                       option, value):
+    from lppf.mechanisms import ALPHA_MAX
+
+    d = tmp_path_factory.mktemp("noise")
+    np.savez(d / "truth.npz", Y=np.full((4, 3), 2))
+    out = d / "alpha.npy"
+    base = {"--epsilon": [], "--beta-mean": [], "--concentration": ["--beta-mean", "0.5"]}
+    code, err = run_cli(["simulate", "noise-level", d / "truth.npz", out, *base[option],
+                         option, value])
+    if code == 0:
+        alpha = np.load(out)
+        assert np.all((alpha >= 0) & (alpha <= ALPHA_MAX))
+    else:
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and option in lines[0], err
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0)])
+def test_noise_level_of_empty_counts_is_one_line(tmp_path, shape):
+    np.savez(tmp_path / "empty.npz", Y=np.zeros(shape, int))
+    refused(["simulate", "noise-level", tmp_path / "empty.npz", tmp_path / "a.npy",
+             "--epsilon", "1"], "empty matrix")
+    assert not (tmp_path / "a.npy").exists()
+
+
+SETTINGS = st.one_of(st.floats(), st.integers(-3, 8), st.integers(2**31, 2**70), st.booleans(),
+                     st.complex_numbers(), st.text(max_size=4), st.none(),
+                     st.just(np.float32(0.5)), st.just(np.array(2)))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(name=st.sampled_from(["n_components", "a0", "b0", "max_iter", "burnin", "thin",
+                             "n_chains", "tol", "restarts", "random_state", "threads",
+                             "alpha", "method", "inference"]),
+       value=SETTINGS)
+def test_any_estimator_setting_fits_or_is_refused(name, value):
+    from lppf import PoissonMF
+
+    params = {"n_components": 2, "max_iter": 6, "burnin": 2, "thin": 2, "alpha": 0.5,
+              "random_state": 0, name: value}
+    model = PoissonMF(**params)
+    Y = np.arange(12).reshape(4, 3) % 3
+    out = _works_or_input_error(lambda: model.fit(Y))
+    if not isinstance(out, InputError):
+        assert model.mu_hat_.shape == Y.shape and np.all(np.isfinite(model.mu_hat_))

@@ -26,8 +26,9 @@ DIAGNOSTICS = ("diag_rhat_loglik", "diag_ess_bulk_loglik", "diag_rhat_mu")
 def _numbers(data: dict, key: str, path: PathLike, shape: tuple | None = None, *,
              ndim: int | None = None, finite: bool = True, nonnegative: bool = True
              ) -> np.ndarray:
-    """``data[key]`` as a float array (of ``shape``, or ``ndim`` dimensions), real numbers only
-    (bool allowed for none), finite and >= 0 unless told otherwise."""
+    """``data[key]`` as a float array (of ``shape``, or ``ndim`` dimensions): integers or
+    floats (no bools, complex numbers or text), no NaN, finite and >= 0 unless told
+    otherwise."""
     value = np.asarray(require_key(data, key, path))
     want = f"shape {shape}" if shape is not None else f"{ndim} dimension(s)"
     if (value.dtype.kind not in "iuf" or (shape is not None and value.shape != shape)
@@ -44,11 +45,13 @@ def _numbers(data: dict, key: str, path: PathLike, shape: tuple | None = None, *
 
 
 def _integer(data: dict, key: str, path: PathLike, limit: int = 2**63) -> int | None:
+    """``data[key]``, one integer in [0, limit), or None when absent."""
     if key not in data:
         return None
     value = np.asarray(data[key])
     if value.shape != () or value.dtype.kind not in "iu" or not 0 <= value.item() < limit:
-        raise InputError(f"{path}: key {key!r} must be one integer in [0, {limit}), got "
+        bound = f"2**{limit.bit_length() - 1}" if limit & (limit - 1) == 0 else limit
+        raise InputError(f"{path}: key {key!r} must be one integer in [0, {bound}), got "
                          f"shape {value.shape} dtype {value.dtype}")
     return int(value)
 
@@ -103,6 +106,8 @@ def _factors(data: dict, path: PathLike, model: str, shape: tuple[int, int]) -> 
                 raise InputError(f"{path}: key {key!r} has shape {np.shape(data[key])}, "
                                  f"expected (samples, *{expected[name]})")
             S = np.shape(data[key])[0]
+            if S == 0:
+                raise InputError(f"{path}: key {key!r} holds no samples")
             out[key] = _numbers(data, key, path, (S, *expected[name]))
             n_samples.add(S)
     if len(n_samples) > 1:
@@ -115,14 +120,22 @@ def _factors(data: dict, path: PathLike, model: str, shape: tuple[int, int]) -> 
 
 
 def _diagnostics(data: dict, path: PathLike) -> dict:
+    """The ``diag_*`` arrays: R-hat and ESS scalars, ``rhat_mu`` (m,) of the cells (m, 2)."""
     if not any(k.startswith("diag_") for k in data):
         return {}
     out = {k: _numbers(data, k, path, (), finite=False) for k in DIAGNOSTICS[:2]}
+    if "diag_ess_tail_loglik" in data:
+        out["diag_ess_tail_loglik"] = _numbers(data, "diag_ess_tail_loglik", path, (),
+                                               finite=False)
     rhat = np.asarray(require_key(data, "diag_rhat_mu", path))
     if rhat.ndim != 1 or rhat.dtype.kind not in "iuf":
         raise InputError(f"{path}: key 'diag_rhat_mu' has shape {rhat.shape} and dtype "
                          f"{rhat.dtype}, expected numbers of 1 dimension(s)")
-    return {**out, "diag_rhat_mu": rhat.astype(float)}
+    cells = np.asarray(require_key(data, "diag_cells", path))
+    if cells.shape != (len(rhat), 2) or cells.dtype.kind not in "iu":
+        raise InputError(f"{path}: key 'diag_cells' has shape {cells.shape} and dtype "
+                         f"{cells.dtype}, expected integers of shape ({len(rhat)}, 2)")
+    return {**out, "diag_rhat_mu": rhat.astype(float), "diag_cells": cells}
 
 
 def read_fit(path: PathLike, model: str, shape: tuple[int, int],
@@ -146,6 +159,10 @@ def read_fit(path: PathLike, model: str, shape: tuple[int, int],
                            "iterations": _integer(data, "iterations", path, COUNT_LIMIT)}
     if "elapsed_seconds" in data:
         out["elapsed_seconds"] = float(_numbers(data, "elapsed_seconds", path, ()))
+    if "extra_n_chains" in data:
+        out["extra_n_chains"] = _integer(data, "extra_n_chains", path, COUNT_LIMIT)
+        if out["extra_n_chains"] < 1:
+            raise InputError(f"{path}: key 'extra_n_chains' must be >= 1, got 0")
     if "extra_objective" in data:
         out["extra_objective"] = _numbers(data, "extra_objective", path, ndim=1,
                                           nonnegative=False)
@@ -160,9 +177,9 @@ def read_truth(path: PathLike, model: str) -> dict[str, np.ndarray]:
     Y = as_count_matrix(require_key(data, "Y", path), name=f"{path}: Y")
     if Y.size == 0:
         raise InputError(f"{path}: Y: empty matrix (shape {Y.shape}), nothing to evaluate")
-    if model == "community" and Y.shape[0] != Y.shape[1]:
-        raise InputError(f"{path}: Y: the community model needs a square matrix, got shape "
-                         f"{Y.shape}")
+    if model == "community" and (Y.shape[0] != Y.shape[1] or Y.shape[0] < 2):
+        raise InputError(f"{path}: Y: the community model needs a square matrix of at least "
+                         f"2 actors, got shape {Y.shape}")
     out = {"Y": Y}
     if "mu" in data:
         out["mu"] = _numbers(data, "mu", path, Y.shape)

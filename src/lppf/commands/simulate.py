@@ -91,14 +91,21 @@ def _rescale(args) -> int:
 
 
 def _true_counts(path) -> np.ndarray:
-    return as_count_matrix(require_key(load_npz(path), "Y", path), name=f"{path}: Y")
+    Y = as_count_matrix(require_key(load_npz(path), "Y", path), name=f"{path}: Y")
+    if Y.size == 0:
+        raise InputError(f"{path}: Y: empty matrix (shape {Y.shape})")
+    return Y
 
 
 def _noise_level(args) -> int:
     Y = _true_counts(args.truth)
     if args.beta_mean is not None:
-        alpha = synthetic.beta_alphas(_rng(args), Y.shape[0], args.beta_mean, args.concentration)
         options = f"--beta-mean {args.beta_mean:g} --concentration {args.concentration:g}"
+        try:
+            alpha = synthetic.beta_alphas(_rng(args), Y.shape[0], args.beta_mean,
+                                          args.concentration)
+        except ValueError as exc:  # a Beta parameter that underflows to 0
+            raise InputError(f"{options}: no Beta distribution ({exc})") from None
     else:
         try:
             alpha = synthetic.mean_precision_alpha(Y, args.epsilon)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from lppf.io import InputError, check_output, make_parents, remove_empty
+from lppf.io import InputError, _kind, _name_max, check_output, make_parents, remove_empty
 
 CMU_URL = "https://www.cs.cmu.edu/~enron/enron_mail_20150507.tar.gz"
 # Published size and SHA-256 of CMU_URL: to be filled. CMU publishes neither; we only verify
@@ -140,7 +140,7 @@ def download(url: str, dest: str | os.PathLike[str], sha256: str | None = CMU_SH
     if dest.is_file():
         verify(dest, size, sha256)
         return dest
-    part = dest.with_name(dest.name + ".part")
+    part = _part(dest)
     if part.is_symlink():
         raise InputError(f"{part}: a symbolic link where the partial download goes; remove it")
     check_output(part)
@@ -163,6 +163,14 @@ def download(url: str, dest: str | os.PathLike[str], sha256: str | None = CMU_SH
         remove_empty(created)
         raise
     return dest
+
+
+def _part(dest: Path) -> Path:
+    """``dest.part``, or ``.<hash of the name>.part`` when that name would be too long."""
+    part = dest.with_name(dest.name + ".part")
+    if len(os.fsencode(part.name)) <= _name_max(dest.parent):
+        return part
+    return dest.with_name(f".{hashlib.sha256(os.fsencode(dest.name)).hexdigest()[:16]}.part")
 
 
 class _Broken(Exception):
@@ -303,4 +311,7 @@ def iter_raw(path: str | os.PathLike[str]) -> Iterator[RawMessage]:
         return _iter_dir(path)
     if path.is_file():
         return _iter_tar(path)
+    if path.exists():
+        raise InputError(f"{path}: is {_kind(path.stat().st_mode)}, expected a tarball or a "
+                         "maildir directory")
     raise InputError(f"{path}: no such file or directory; {OFFLINE_HINT}")
