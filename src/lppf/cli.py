@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import lppf
 from lppf.io import InputError
 
-COMMANDS = ("privatize", "fit", "enron", "simulate", "evaluate")
+COMMANDS = ("privatize", "fit", "transform", "topics", "enron", "simulate", "evaluate")
 
 
 class Parser(argparse.ArgumentParser):
