@@ -127,6 +127,15 @@ def test_opendp_noise_is_two_sided_geometric(alpha):
     assert noise_pvalue(noisy[0], alpha) > 1e-6
 
 
+def test_a_dataframe_keeps_its_names():
+    import pandas as pd
+
+    frame = pd.DataFrame([[1, 2], [3, 4]], index=["a", "b"], columns=["x", "y"])
+    noisy = M.privatize(frame, 0.5, rng=0)
+    assert list(noisy.index) == ["a", "b"] and list(noisy.columns) == ["x", "y"]
+    np.testing.assert_array_equal(noisy.to_numpy(), M.privatize(frame.to_numpy(), 0.5, rng=0))
+
+
 def test_privacy_statement_names_the_weakest_cell():
     assert "epsilon = 0.693147 N for every precision N (alpha = 0.5" in \
         M.privacy_statement(np.array([0.5, 0.9]))

@@ -147,8 +147,13 @@ class Fit:
         r = self.result
         if not r.diagnostics:
             raise ValueError("to_inference_data needs an MCMC fit (inference='mcmc')")
-        from lppf.diagnostics import to_inference_data
+        from lppf.diagnostics import _arviz, to_inference_data
 
+        try:
+            _arviz()
+        except ImportError:
+            raise ImportError("to_inference_data needs ArviZ: pip install 'lppf[arviz]'"
+                              ) from None
         n_chains = int(r.extra["n_chains"])
         loglik = np.reshape(r.trace["loglik"], (n_chains, -1))[:, int(self.params["burnin"]):]
         return to_inference_data(r.samples, loglik, r.diagnostics["mu_cells"], n_chains)

@@ -169,7 +169,8 @@ def noise_sampler() -> str:
 def privatize(Y, alpha, rng=None, secure: bool | None = None, *, return_info: bool = False):
     """Return ``Y + tau`` (dense int64, may be negative), ``tau ~ 2Geo(alpha)`` iid per cell.
 
-    Y: non-negative integer matrix (dense or scipy sparse), shape (n_rows, n_cols).
+    Y: non-negative integer matrix (dense, scipy sparse, or a pandas DataFrame, whose index
+        and columns the result keeps), shape (n_rows, n_cols).
     alpha: scalar, per-row (``(n_rows,)`` or ``(n_rows, 1)``) or per-cell array in
         [0, ``ALPHA_MAX``]; ``alpha = 0`` adds no noise.
     rng: None (the default) draws the noise from the operating system's cryptographically
@@ -194,6 +195,7 @@ def privatize(Y, alpha, rng=None, secure: bool | None = None, *, return_info: bo
     if not secure and rng is None:
         raise InputError("secure=False needs rng (a seed or numpy Generator): seeded noise is "
                          "for simulations; leave both out to release real data")
+    frame = Y if hasattr(Y, "columns") and hasattr(Y, "index") else None
     Y = as_count_matrix(Y)
     alpha = check_alpha(alpha, Y.shape)
     if secure:
@@ -206,6 +208,8 @@ def privatize(Y, alpha, rng=None, secure: bool | None = None, *, return_info: bo
         rng = np.random.default_rng(rng)
         tau = _geometric_seeded(rng, alpha, Y.shape) - _geometric_seeded(rng, alpha, Y.shape)
     Y_noisy = Y + tau
+    if frame is not None:  # a DataFrame keeps its row and column names
+        Y_noisy = type(frame)(Y_noisy, index=frame.index, columns=frame.columns)
     if return_info:
         return Y_noisy, {"source": "secure" if secure else "seeded", "sampler": sampler}
     return Y_noisy

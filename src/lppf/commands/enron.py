@@ -76,7 +76,11 @@ def _addresses(actors) -> np.ndarray:
 
 
 def run_docterm(args: argparse.Namespace) -> int:
-    from lppf.enron.docterm import build_docterm
+    try:
+        from lppf.enron.docterm import build_docterm
+    except ImportError as exc:
+        raise InputError(f"enron docterm needs gensim and nltk ({exc}): "
+                         "pip install 'lppf[enron]'") from None
 
     stem = _stem(args.output)
     corpus = _read(args, lambda raw: raw.folder.split("/", 1)[0] in SENT_FOLDERS)
@@ -106,7 +110,11 @@ def run_download(args: argparse.Namespace) -> int:
 
 
 def run_synth(args: argparse.Namespace) -> int:
-    from lppf.enron.synth import write_synthetic_maildir
+    try:
+        from lppf.enron.synth import write_synthetic_maildir
+    except ImportError as exc:
+        raise InputError(f"enron synth-maildir needs gensim ({exc}): "
+                         "pip install 'lppf[enron]'") from None
 
     truth = write_synthetic_maildir(args.output_dir, args.seed, args.people, args.owners,
                                     args.emails, args.topics, args.words_per_topic)
