@@ -186,3 +186,22 @@ def test_idata_is_written_with_the_fit(files, capsys):
                        "--alpha", "0.5", "--idata", files / "f.nc")
     assert code == 0, err
     assert (files / "f.nc").stat().st_size > 0 and not list(files.glob(".f.nc.*"))
+
+
+@pytest.mark.parametrize("model", ["pmf", "community"])
+def test_the_command_line_fit_file_loads_back_whole(model, noisy, tmp_path, capsys):
+    import json
+
+    Y = noisy[:10, :10]
+    np.savez(tmp_path / "in.npz", Y_noisy=Y, alpha=np.array(0.5))
+    code, _, err = run(capsys, "fit", tmp_path / "in.npz", tmp_path / "fit.npz", "--model",
+                       model, *CLI_FAST)
+    assert code == 0, err
+    saved = dict(np.load(tmp_path / "fit.npz"))
+    fitted = load(tmp_path / "fit.npz")
+    arrays = fitted.to_arrays(input_path=tmp_path / "in.npz")
+    assert set(arrays) == set(saved)
+    for key in set(saved) - {"config"}:
+        np.testing.assert_array_equal(arrays[key], saved[key], err_msg=key)
+    assert json.loads(str(arrays["config"])) == json.loads(str(saved["config"]))
+    assert fitted.transform(Y[:2]).shape == (2, 2)
