@@ -159,7 +159,7 @@ def _check_options(args: argparse.Namespace) -> None:
         return
     check_output(args.idata)
     for other in (args.input, args.output):
-        if os.path.abspath(args.idata) == os.path.abspath(other):
+        if Path(args.idata).resolve() == Path(other).resolve():  # links too
             raise InputError(f"--idata {args.idata}: the same file as {other}")
     from lppf.diagnostics import _arviz
 
