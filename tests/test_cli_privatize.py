@@ -125,8 +125,8 @@ BAD = [
     (["--alpha", "0.5", "--seed", "x"], "--seed: expected a number, got 'x'"),
     (["--alpha", "0.5", "--seed", "-3"], "--seed must be >= 0, got -3"),
     (["--alpha", "0.5", "--seed", "1", "--secure"], "--secure noise cannot be seeded"),
-    (["--alpha", str(1 - 1e-16)], r"--alpha = 0.9999999999999999 lies above 1 - 1e-6"),
-    (["--epsilon", "1e-9", "--precision", "1"], "alpha = exp.* lies above 1 - 1e-6"),
+    (["--alpha", str(1 - 1e-16)], r"--alpha = 0.9999999999999999 is too close to 1"),
+    (["--epsilon", "1e-9", "--precision", "1"], "alpha = exp.* is too close to 1"),
 ]
 BAD_FILES = [
     ("negative.npz", "negative.npz: key 'Y': contains negative counts"),

@@ -167,7 +167,7 @@ OPTION_ERRORS = [
      "--components 11 exceeds the smaller side of the 24 x 10 counts"),
     (["noisy.csv", "--alpha", "0.5", "--idata", "noisy.csv"], "the same file as"),
     (["noisy.csv", "--alpha", "0.5", "--idata", "."], "is a directory"),
-    (["noisy.csv", "--alpha", "0.5", "--chains", "100000"], "n_chains must be at most 1000"),
+    (["noisy.csv", "--alpha", "0.5", "--chains", "100000"], "--chains must be at most 1000"),
     (["true.mtx", "--alpha", "0.5", "--method", "nonprivate"], "method 'nonprivate' fits true"),
 ]
 

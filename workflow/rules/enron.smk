@@ -9,16 +9,16 @@ rule enron_synth_maildir:
     benchmark:
         f"{R}/benchmarks/enron_synth_maildir.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(1000),
         runtime=10,
     params:
         seed=config["enron"]["synth_seed"],
-        args=config["enron"]["synth_args"],
+        args=shell_words(config["enron"]["synth_args"]),
     shell:
-        "lppf enron synth-maildir {output} --seed {params.seed} {params.args} > {log} 2>&1"
+        "lppf enron synth-maildir {output:q} --seed {params.seed} {params.args} > {log:q} 2>&1"
 
 
 rule enron_download:
@@ -29,7 +29,7 @@ rule enron_download:
     benchmark:
         f"{R}/benchmarks/enron_download.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(1000),
@@ -37,7 +37,7 @@ rule enron_download:
     params:
         url=config["enron"]["source"],
     shell:
-        "lppf enron download {params.url} {output} --quiet > {log} 2>&1"
+        "lppf enron download {params.url:q} {output:q} --quiet > {log:q} 2>&1"
 
 
 rule enron_dataset:
@@ -50,16 +50,16 @@ rule enron_dataset:
     benchmark:
         f"{R}/benchmarks/enron_dataset/{{dataset}}.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(4000),
         runtime=60,
     params:
         command=lambda w: config["enron"]["datasets"][w.dataset]["command"],
-        args=lambda w: config["enron"]["datasets"][w.dataset]["args"],
+        args=lambda w: shell_words(config["enron"]["datasets"][w.dataset]["args"]),
     shell:
-        "lppf enron {params.command} {input} {output} {params.args} --quiet > {log} 2>&1"
+        "lppf enron {params.command} {input:q} {output:q} {params.args} --quiet > {log:q} 2>&1"
 
 
 rule reference_fit:
@@ -72,7 +72,7 @@ rule reference_fit:
     benchmark:
         f"{R}/benchmarks/reference_fit/{{dataset}}-{{model}}-K{{K}}.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: config["threads"]
     resources:
         mem_mb=grow(4000),
@@ -83,6 +83,6 @@ rule reference_fit:
         seed=lambda w: seed("reference", w.dataset, w.model, w.K),
     shell:
         "(export NUMBA_NUM_THREADS={threads};"
-        " lppf fit {input} {output} --model {wildcards.model} --method nonprivate"
+        " lppf fit {input:q} {output:q} --model {wildcards.model} --method nonprivate"
         " --inference {params.inference} --components {wildcards.K} {params.run}"
-        " --seed {params.seed} --threads {threads} --quiet) > {log} 2>&1"
+        " --seed {params.seed} --threads {threads} --quiet) > {log:q} 2>&1"

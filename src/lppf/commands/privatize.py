@@ -16,12 +16,14 @@ names (``rows``, ``columns``) when INPUT has them; never the true counts nor the
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from lppf.io import (
+    COUNT_LIMIT,
     NAME_KEYS,
     InputError,
     as_count_matrix,
@@ -62,6 +64,12 @@ def _number(text: str, option: str, kind=float):
         return kind(text)
     except ValueError:
         raise InputError(f"{option}: expected a number, got {text!r}") from None
+
+
+def _named(value: float, option: str) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise InputError(f"{option} must be finite and > 0, got {value!r}")
+    return value
 
 
 def _load_alpha(text: str, shape: tuple[int, int]) -> np.ndarray:
@@ -115,10 +123,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         epsilon = _number(args.epsilon, "--epsilon")
         precision = _number(args.precision, "--precision")
-        alpha = check_alpha(epsilon_to_alpha(epsilon, precision), Y.shape,
-                            name="alpha = exp(-epsilon / precision)")
+        alpha = check_alpha(epsilon_to_alpha(_named(epsilon, "--epsilon"),
+                                              _named(precision, "--precision")), Y.shape,
+                            name=f"--epsilon {epsilon:g} / --precision {precision:g}: "
+                                 "alpha = exp(-epsilon / precision)")
         out.update(epsilon=np.float64(epsilon), precision=np.float64(precision))
     Y_noisy, info = privatize(Y, alpha, rng=seed, return_info=True)
+    worst = int(np.abs(Y_noisy).max())
+    if worst >= COUNT_LIMIT:
+        raise InputError(f"{args.input}: Y plus the noise reaches {worst}, beyond the count "
+                         "limit 2**31 (lower the noise level or the counts)")
     save_npz(args.output, Y_noisy=Y_noisy, alpha=np.asarray(alpha, dtype=float),
              noise=np.array(info["source"]), **out, **names)
     statement = privacy_statement(alpha, out.get("epsilon"), out.get("precision"))
