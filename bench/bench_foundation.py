@@ -4,18 +4,20 @@
 
 Prints draws per second of ``bessel_sample_nb`` in a compiled single-threaded loop (compile
 time excluded) and cells per second of ``privatize`` on a 1000 x 1000 matrix, seeded and
-secure. Times are process CPU times (best of ``--repeats``), which are less disturbed than
-wall-clock times by other load on the machine.
+secure (by inversion, and by OpenDP when installed). Times are process CPU times (best of
+``--repeats``), which are less disturbed than wall-clock times by other load on the machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from contextlib import contextmanager
 
 import numpy as np
 from numba import njit
 
+from lppf import mechanisms
 from lppf._numba import rng_state
 from lppf.distributions import bessel_mean, bessel_sample_nb, bessel_var
 from lppf.mechanisms import privatize
@@ -57,15 +59,34 @@ def main() -> None:
         print(f"{nu:8g} {a:8g} {n / sec:12.3g} {1e9 * sec / n:8.1f} {z:8.2f}")
 
     Y = np.random.default_rng(0).poisson(1.0, size=(1000, 1000))
-    print(f"\n{'privatize 1000 x 1000':<28} {'cells/s':>12}")
+    print(f"\n{'privatize 1000 x 1000':<36} {'cells/s':>12}")
     for label, kwargs in [("seeded, scalar alpha", {"rng": 0}),
                           ("seeded, per-row alpha", {"rng": 0, "per_row": True}),
-                          ("secure, scalar alpha", {"secure": True}),
-                          ("secure, per-row alpha", {"secure": True, "per_row": True})]:
+                          ("secure inversion, scalar alpha", {"opendp": False}),
+                          ("secure inversion, per-row alpha", {"opendp": False, "per_row": True}),
+                          ("secure OpenDP, scalar alpha", {"opendp": True}),
+                          ("secure OpenDP, per-row alpha", {"opendp": True, "per_row": True})]:
         alpha = np.linspace(0.1, 0.9, 1000) if kwargs.pop("per_row", False) else 0.5
-        sec = best_time(lambda alpha=alpha, kw=kwargs: privatize(Y, alpha, **kw), args.repeats)
-        print(f"{label:<28} {Y.size / sec:12.3g}")
+        opendp = kwargs.pop("opendp", None)
+        if opendp and mechanisms._opendp() is None:
+            print(f"{label:<36} {'(OpenDP not installed: lppf[secure])':>12}")
+            continue
+        sampler = mechanisms._opendp if opendp is not False else (lambda: None)
+        with _sampler(sampler):
+            sec = best_time(lambda alpha=alpha, kw=kwargs: privatize(Y, alpha, **kw),
+                            args.repeats)
+        print(f"{label:<36} {Y.size / sec:12.3g}")
 
+
+@contextmanager
+def _sampler(choose):
+    """Secure noise from the sampler ``choose`` returns (None: inversion)."""
+    saved = mechanisms._opendp
+    mechanisms._opendp = choose
+    try:
+        yield
+    finally:
+        mechanisms._opendp = saved
 
 if __name__ == "__main__":
     main()

@@ -67,6 +67,12 @@ def make_inputs(d: Path) -> Path:
     for name, value in bad_Y.items():
         np.savez(d / f"{name}.npz", Y=value, Y_noisy=value, alpha=np.array(0.5),
                  allow_pickle=True)
+    import scipy.sparse as sp
+
+    sp.save_npz(d / "crafted.npz", sp.csr_matrix(  # a column index far outside the matrix
+        (np.array([1, 2]), np.array([0, 10**9]), np.array([0, 1, 2, 2])), shape=(3, 3)))
+    np.savez(d / "near_one.npz", Y_noisy=Y, alpha=np.array(1 - 1e-16))
+    np.save(d / "phi_huge.npy", np.full((2, 8), 1e300))
     (d / "text.npz").write_text("not an archive\n")
     (d / "empty-file.npz").write_bytes(b"")
     (d / "folder.npz").mkdir(exist_ok=True)
@@ -98,8 +104,8 @@ def make_inputs(d: Path) -> Path:
     return d
 
 
-BAD_Y = ["cut", "flipped", "object", "strings", "complex", "huge", "near63", "uint64", "nan",
-         "cube", "empty", "text", "empty-file", "folder", "missing"]
+BAD_Y = ["crafted", "cut", "flipped", "object", "strings", "complex", "huge", "near63",
+         "uint64", "nan", "cube", "empty", "text", "empty-file", "folder", "missing"]
 
 
 class _Files(dict):
@@ -131,7 +137,7 @@ def cases(d: Path) -> list[tuple[list[str], str, str]]:
                           (["--alpha", "0.5", "--seed", "x"], "--seed"),
                           (["--epsilon", "-1", "--precision", "1", "--seed", "1"], "epsilon"),
                           (["--epsilon", "nan", "--precision", "1", "--seed", "1"], "epsilon"),
-                          (["--alpha", "0.5"], "--secure"),
+                          (["--alpha", "0.5", "--seed", "1", "--secure"], "--secure"),
                           (["--alpha", str(d / "mask_rect.npy"), "--seed", "1"], "mask_rect")]:
         c.append((["privatize", f["true"], out, *args], culprit, out))
     fit = ["--method", "nonprivate", *FAST]
@@ -142,7 +148,14 @@ def cases(d: Path) -> list[tuple[list[str], str, str]]:
     c.append((["fit", f["array"], out, *fit], f["array"], out))
     for mask in ("mask_all", "mask_rect", "mask_float", "mask_obj", "true"):
         c.append((["fit", f["private"], out, "--mask", f[mask], *FAST], f[mask], out))
-    for phi in ("phi_neg", "phi_zero", "phi_nan", "phi_shape", "true"):
+    c.append((["fit", f["near_one"], out, *FAST], f["near_one"], out))
+    c.append((["fit", f["private"], out, *FAST, "--chains", "100000"], "--chains", out))
+    for idata, culprit in [(f["private"], f["private"]), (out, "--idata"),
+                           (str(d / "out" / "taken.npz"), "taken.npz")]:
+        c.append((["fit", f["private"], out, *FAST, "--idata", idata], culprit, out))
+    c.append((["fit", f["private"], out, *FAST, "--inference", "cavi", "--idata",
+               str(d / "out" / "x.nc")], "--idata", out))
+    for phi in ("phi_neg", "phi_zero", "phi_nan", "phi_shape", "phi_huge", "true"):
         c.append((["fit", f["private"], out, "--fix-phi", f[phi], *FAST], f[phi], out))
     for opt, value in [("--components", "0"), ("--components", "10000000000"),
                        ("--components", "100000000"), ("--seed", str(2**70)), ("--seed", "-1"),

@@ -31,11 +31,11 @@ def test_seeded_output_is_reproducible_and_hides_the_counts(counts, tmp_path):
     first = run_ok("privatize", counts, tmp_path / "a.npz", "--alpha", "0.6", "--seed", "5")
     again = run_ok("privatize", counts, tmp_path / "b.npz", "--alpha", "0.6", "--seed", "5")
     other = run_ok("privatize", counts, tmp_path / "c.npz", "--alpha", "0.6", "--seed", "6")
-    assert set(first) == {"Y_noisy", "alpha", "seed"}
+    assert set(first) == {"Y_noisy", "alpha", "noise"}  # the seed stays with the caller
     assert first["Y_noisy"].dtype == np.int64 and first["Y_noisy"].shape == Y.shape
     np.testing.assert_array_equal(first["Y_noisy"], again["Y_noisy"])
     assert not np.array_equal(first["Y_noisy"], other["Y_noisy"])
-    assert first["alpha"] == 0.6 and first["seed"] == 5
+    assert first["alpha"] == 0.6 and str(first["noise"]) == "seeded"
 
 
 def test_epsilon_and_precision_are_stored(counts, tmp_path):
@@ -55,9 +55,30 @@ def test_sparse_input_and_per_row_alpha_file(tmp_path):
     assert out["alpha"].shape == (4, 1)
 
 
-def test_secure_mode(counts, tmp_path):
-    out = run_ok("privatize", counts, tmp_path / "o.npz", "--alpha", "0.5", "--secure")
-    assert set(out) == {"Y_noisy", "alpha"} and out["Y_noisy"].dtype == np.int64
+@pytest.mark.parametrize("secure", [[], ["--secure"]])
+def test_secure_by_default_with_a_privacy_statement(secure, counts, tmp_path, capsys):
+    out = run_ok("privatize", counts, tmp_path / "o.npz", "--epsilon", "2", "--precision", "4",
+                 *secure)
+    assert set(out) == {"Y_noisy", "alpha", "noise", "epsilon", "precision"}
+    assert str(out["noise"]) == "secure" and out["Y_noisy"].dtype == np.int64
+    err = capsys.readouterr().err
+    assert "local privacy for every cell: epsilon = 2 at precision N = 4" in err
+    assert "noise secure" in err
+
+
+def test_a_seeded_release_cannot_be_regenerated_from_the_file(counts, tmp_path):
+    """Nothing in the file regenerates the noise: no seed under any key."""
+    out = run_ok("privatize", counts, tmp_path / "o.npz", "--alpha", "0.6", "--seed", "5")
+    for value in out.values():
+        if value.dtype.kind in "iu" and value.size == 1:
+            assert int(value) != 5
+
+
+def test_tables_with_names_travel_to_the_release(tmp_path):
+    (tmp_path / "c.csv").write_text("doc,w1,w2\nd1,1,2\nd2,0,4\n")
+    out = run_ok("privatize", tmp_path / "c.csv", tmp_path / "o.npz", "--alpha", "0.5")
+    assert out["Y_noisy"].shape == (2, 2)
+    assert list(out["rows"]) == ["d1", "d2"] and list(out["columns"]) == ["w1", "w2"]
 
 
 def test_console_script_reports_one_line_errors(counts, tmp_path):
@@ -80,6 +101,10 @@ def _write_inputs(tmp_path):
     np.save(tmp_path / "high.npy", np.full(Y.shape, 1.0))
     (tmp_path / "garbage.npz").write_bytes(b"not a zip archive")
     (tmp_path / "garbage.npy").write_bytes(b"not an array")
+    (tmp_path / "bad.csv").write_text("1,2\n3,x\n")
+    crafted = sp.csr_matrix((np.array([1, 2]), np.array([0, 10**9]), np.array([0, 1, 2, 2])),
+                            shape=(3, 3))  # a column index far outside the matrix
+    sp.save_npz(tmp_path / "crafted.npz", crafted)
 
 
 BAD = [
@@ -100,7 +125,8 @@ BAD = [
     (["--alpha", "0.5", "--seed", "x"], "--seed: expected a number, got 'x'"),
     (["--alpha", "0.5", "--seed", "-3"], "--seed must be >= 0, got -3"),
     (["--alpha", "0.5", "--seed", "1", "--secure"], "--secure noise cannot be seeded"),
-    (["--alpha", "0.5"], "choose the noise source: --secure .* or --seed S"),
+    (["--alpha", str(1 - 1e-16)], r"--alpha = 0.9999999999999999 is too close to 1"),
+    (["--epsilon", "1e-9", "--precision", "1"], "alpha = exp.* is too close to 1"),
 ]
 BAD_FILES = [
     ("negative.npz", "negative.npz: key 'Y': contains negative counts"),
@@ -109,6 +135,8 @@ BAD_FILES = [
     ("nokey.npz", r"nokey.npz: missing key 'Y' \(found: X\)"),
     ("garbage.npz", "garbage.npz: not a readable .npz file"),
     ("absent.npz", "absent.npz: no such file"),
+    ("crafted.npz", r"crafted.npz: not a valid sparse matrix \(ValueError: indices must be"),
+    ("bad.csv", "bad.csv: row 2, column 2: expected a count, got 'x'"),
 ]
 
 

@@ -98,6 +98,26 @@ def test_sample_with_a_rate_that_underflows_is_zero():
     assert _draws(5, 0.0, 0.5, 3, 8, 0.1, 0).tolist() == [0] * 3
 
 
+def test_sample_where_mu_alpha_underflows_matches_the_pmf():
+    """mu alpha rounds to 0 while y~ > 0: the mass lies in [0, y~], not at 0 (the sampler
+    returned 0 there)."""
+    t, mu, a = 5, 1e-170, 1e-170  # mu / alpha = 1: Pois(1) truncated to [0, 5]
+    assert mu * a == 0.0
+    draws = _draws(t, mu, a, 20_000, conditional.CORE_CELLS, conditional.CORE_MASS, 4)
+    assert chisquare_pvalue(draws, 0, brute(t, a, mu)[1][: t + 1]) > 1e-3
+    for t, mu, a in [(40, 1e-160, 1e-170), (5, 1e-10, 1e-320)]:  # 1 / alpha = inf in the 2nd
+        assert mu * a == 0.0 and brute(t, a, mu)[1][t] > 1 - 1e-8  # the mass at y~
+        assert (_draws(t, mu, a, 50, conditional.CORE_CELLS, 0.5, 4) == t).all()
+
+
+def test_sample_with_a_nan_rate_returns():
+    """A NaN rate (which checked inputs never give) must not walk for ever."""
+    assert _draws(5, np.nan, 0.5, 2, 8, 0.1, 0).tolist() == [0, 0]
+    rs, core = rng_state(0), np.empty(2)
+    assert conditional.walk_sample(2, 5, np.nan, np.nan, 0.5) >= 0
+    assert conditional.sample_cell(5, np.nan, 0.5, 2.0, rs, core) == 0
+
+
 @njit
 def _lane_draws(cells, n_cells, rounds, seed):
     """``rounds`` calls of sample_lanes on the cells (rows y~, mu, alpha; at most LANES) with

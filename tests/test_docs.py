@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.io
+import scipy.sparse
 
 from lppf.io import save_npz
 from lppf.mechanisms import privatize
@@ -56,6 +58,14 @@ def inputs(tmp_path, monkeypatch):
     mask = np.zeros(Y.shape, bool)
     mask[:3, :3] = True
     np.save(tmp_path / "heldout.npy", mask)
+    words = ",".join(f"word{j}" for j in range(Y.shape[1]))
+    noisy = privatize(Y, 0.5, rng=2)
+    (tmp_path / "noisy.csv").write_text(f"doc,{words}\n" + "".join(
+        f"doc{i}," + ",".join(map(str, row)) + "\n" for i, row in enumerate(noisy)))
+    (tmp_path / "counts.csv").write_text(f"{words}\n" + "".join(
+        ",".join(map(str, row)) + "\n" for row in Y))
+    scipy.io.mmwrite(tmp_path / "counts.mtx", scipy.sparse.coo_matrix(Y))
+    scipy.sparse.save_npz(tmp_path / "sparse.npz", scipy.sparse.csr_matrix(Y))
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

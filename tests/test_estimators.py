@@ -52,7 +52,8 @@ def test_fit_sets_attributes_and_saves(counts, method, tmp_path):
                 "diag_rhat_loglik", "diag_ess_bulk_loglik", "diag_ess_tail_loglik",
                 "diag_cells", "diag_rhat_mu", "diag_ess_bulk_mu", "diag_ess_tail_mu",
                 "diag_mu_cells"}
-    assert keys == expected | ({"y_hat"} if method.startswith("private") else set())
+    assert keys == (expected | ({"y_hat"} if method.startswith("private") else set())
+                    | ({"alpha"} if method != "nonprivate" else set()))
     assert config["method"] == method and config["model"] == "pmf"
     assert config["input"] == "in.npz" and config["numba_threads"] >= 1
     assert {"a0", "b0", "max_iter", "burnin", "thin", "tol", "restarts", "threads"} <= set(config)

@@ -81,6 +81,7 @@ def test_secure_noise_arithmetic_is_two_sided_geometric(alpha, monkeypatch):
     """The secure path turns OS bytes into noise by inversion; fed reproducible bytes, its
     output must follow 2Geo(alpha)."""
     monkeypatch.setattr(M.os, "urandom", urandom_from(int(alpha * 1000)))
+    monkeypatch.setattr(M, "_opendp", lambda: None)
     tau = M.privatize(np.zeros((300, 100), dtype=np.int64), alpha, secure=True)
     assert noise_pvalue(tau, alpha) > P_MIN
 
@@ -93,6 +94,7 @@ def test_secure_noise_reads_the_os_generator_and_refuses_seeds(monkeypatch):
         return bytes(n)  # all-zero bits: V = 2^-53, the largest geometric count
 
     monkeypatch.setattr(M.os, "urandom", fake)
+    monkeypatch.setattr(M, "_opendp", lambda: None)
     noisy = M.privatize(np.zeros((3, 4), dtype=np.int64), np.array([0.5, 0.5, 0.0]), secure=True)
     assert calls == [8 * 12, 8 * 12]
     assert not noisy.any()  # g+ = g- for every cell
@@ -102,6 +104,52 @@ def test_secure_noise_reads_the_os_generator_and_refuses_seeds(monkeypatch):
     for rng in (0, np.random.default_rng(0)):
         with pytest.raises(InputError, match="cannot be seeded"):
             M.privatize(Y, 0.5, rng=rng, secure=True)
+
+
+def test_secure_is_the_default_and_says_so():
+    Y = np.zeros((30, 30), dtype=np.int64)
+    info = M.privatize(Y, 0.5, return_info=True)[1]
+    assert info == {"source": "secure", "sampler": M.noise_sampler()}
+    assert M.privatize(Y, 0.5, rng=3, return_info=True)[1] == {"source": "seeded",
+                                                                "sampler": "numpy"}
+    with pytest.raises(InputError, match="secure=False needs rng"):
+        M.privatize(Y, 0.5, secure=False)
+
+
+@pytest.mark.skipif(M._opendp() is None, reason="OpenDP not installed (lppf[secure])")
+@pytest.mark.parametrize("alpha", [0.3, 0.9])
+def test_opendp_noise_is_two_sided_geometric(alpha):
+    """OpenDP reads the operating system's randomness and cannot be seeded: this test's false
+    alarm rate is its threshold, 1e-6 (a scale off by 5% fails it at both levels)."""
+    alphas = np.array([alpha, 0.0])[:, None] * np.ones((2, 30000))
+    noisy, info = M.privatize(np.zeros((2, 30000), dtype=np.int64), alphas, return_info=True)
+    assert info["sampler"] == "opendp" and not noisy[1].any()
+    assert noise_pvalue(noisy[0], alpha) > 1e-6
+
+
+def test_a_dataframe_keeps_its_names():
+    import pandas as pd
+
+    frame = pd.DataFrame([[1, 2], [3, 4]], index=["a", "b"], columns=["x", "y"])
+    noisy = M.privatize(frame, 0.5, rng=0)
+    assert list(noisy.index) == ["a", "b"] and list(noisy.columns) == ["x", "y"]
+    np.testing.assert_array_equal(noisy.to_numpy(), M.privatize(frame.to_numpy(), 0.5, rng=0))
+
+
+def test_privacy_statement_names_the_weakest_cell():
+    assert "epsilon = 0.693147 N for every precision N (alpha = 0.5" in \
+        M.privacy_statement(np.array([0.5, 0.9]))
+    assert "(1 without noise)" in M.privacy_statement(np.array([0.0, 0.5]))
+    assert M.privacy_statement(0.0).startswith("no privacy")
+    assert "epsilon = 1 at precision N = 10" in M.privacy_statement(0.9, 1.0, 10.0)
+
+
+def test_alpha_too_close_to_one_is_refused():
+    """Noise beyond the count range: refused before anything is drawn or fitted."""
+    for alpha in (1 - 1e-16, 1 - 1e-9):
+        with pytest.raises(InputError, match=r"too close to 1: .* \(at most 1 - 2\*\*-26\)"):
+            M.privatize(np.zeros((2, 2), dtype=np.int64), alpha)
+    M.check_alpha(M.ALPHA_MAX)
 
 
 def test_theorem2_exponentially_randomized_skellam_is_two_sided_geometric():

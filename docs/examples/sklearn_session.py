@@ -19,7 +19,7 @@ Theta_DK = rng.gamma(1.0, 2.0, (160, 3))  # 160 documents, 3 topics
 Phi_KV = rng.gamma(0.3, 1.0, (3, 60))  # 60 words
 Y_DV = rng.poisson(Theta_DK @ Phi_KV)
 alpha = 0.5  # noise level of the two-sided geometric mechanism
-Y_noisy = privatize(Y_DV, alpha, rng=1)  # what the analyst sees; may be negative
+Y_noisy = privatize(Y_DV, alpha, rng=1)  # a seeded simulation (a release: no rng); may be < 0
 train, new = Y_noisy[:120], Y_noisy[120:]
 
 # %% Fit: the estimator treats the true counts as latent (method="private", the default)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import lppf
 
-COMMANDS = ("privatize", "fit", "enron", "simulate", "evaluate")
+COMMANDS = ("privatize", "fit", "transform", "topics", "enron", "simulate", "evaluate")
 
 
 class Parser(argparse.ArgumentParser):

@@ -92,7 +92,7 @@ def walk_sample(m, t, c_lo, c_hi, u):
     while True:
         f *= ratio(y, t, c_lo, c_hi)
         y += 1
-        if f <= TINY_MASS * z:
+        if not f > TINY_MASS * z:  # (also ends on NaN)
             break
         z += f
     f = 1.0
@@ -100,7 +100,7 @@ def walk_sample(m, t, c_lo, c_hi, u):
     while y > 0:
         f *= inv_ratio(y, t, ic_lo, ic_hi)
         y -= 1
-        if f <= TINY_MASS * z:
+        if not f > TINY_MASS * z:
             break
         z += f
     target = u * z
@@ -112,7 +112,7 @@ def walk_sample(m, t, c_lo, c_hi, u):
     while True:
         f *= ratio(y, t, c_lo, c_hi)
         y += 1
-        if f <= TINY_MASS * z:
+        if not f > TINY_MASS * z:
             break
         cum += f
         if target < cum:
@@ -122,7 +122,7 @@ def walk_sample(m, t, c_lo, c_hi, u):
     while y > 0:
         f *= inv_ratio(y, t, ic_lo, ic_hi)
         y -= 1
-        if f <= TINY_MASS * z:
+        if not f > TINY_MASS * z:
             break
         cum += f
         if target < cum:
@@ -166,8 +166,10 @@ def sample(t, mu, a, inv_a, rs, core, core_mass=CORE_MASS):
     the largest so far, above ``core_mass`` of the total for fewer than 1 / ``core_mass``
     cells; if it did, the ratio would be >= 1 and :func:`walk_sample` takes over.)"""
     c_hi = mu * a
-    if c_hi <= 0.0:  # mu = 0, or mu a below the smallest double: P(y > 0) < 1e-300
-        return 0
+    if not c_hi > 0.0:  # mu = 0, a NaN rate (never from checked inputs), or mu a < 5e-324
+        if not mu > 0.0 or t <= 0:  # then P(y > t) < 1e-300 and, for t <= 0, P(y > 0) too
+            return 0
+        c_hi = 5e-324  # y~ > 0: the mass sits in [0, t], by the ratios c_lo / (y + 1)
     if t <= 0 and c_hi < SMALL_POISSON:
         return poisson_small(c_hi, rs)
     inv_mu = 1.0 / mu

@@ -90,10 +90,12 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         Warns scikit-learn's ``ConvergenceWarning`` when an MCMC fit misses the criterion
         of :mod:`lppf.diagnostics` or a CAVI fit stops at ``max_iter`` before ``tol``.
         """
+        _check_y(y)
         self._check_params()
-        data = self._check_data(Y, self._alpha(alpha), mask, fix)
+        data = self._check_data(Y, self.alpha if alpha is None else alpha, mask, fix)
         validate_data(self, Y, reset=True, skip_check_array=True)
         fit = fitting.fit(self._model, data, self.get_params())
+        fit.names = _names(Y)
         self._store(fit)
         problem = fit.convergence_problem()
         if problem is not None:
@@ -102,11 +104,25 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         return self
 
     def _alpha(self, alpha: Any) -> Any:
-        return self.alpha if alpha is None else alpha
+        """The noise level of new rows: ``alpha``, else the ``alpha`` parameter, else the
+        fit's when it is one number (a per-row or per-cell level belongs to the fitted
+        rows)."""
+        if alpha is not None or self.alpha is not None:
+            return self.alpha if alpha is None else alpha
+        fitted = getattr(self, "alpha_", None)
+        if fitted is None or np.size(fitted) == 1 or self.method == "nonprivate":
+            return fitted
+        raise InputError("alpha: the fit's alpha holds one value per fitted row or cell; pass "
+                         "alpha for the new rows (in a search: enable metadata routing)",
+                         "alpha")
 
     def _store(self, fit: fitting.Fit) -> None:
         result = self.result_ = fit.result
         self.seed_, self.threads_ = fit.seed, fit.threads
+        self.alpha_ = fit.alpha
+        self.row_names_ = fit.names.get("rows")
+        if "columns" in fit.names and not hasattr(self, "feature_names_in_"):
+            self.feature_names_in_ = np.asarray(fit.names["columns"], dtype=object)
         self.mu_hat_ = result.mu_hat
         for name in self._factors:
             setattr(self, f"{name}_", result.factors.get(name))
@@ -202,8 +218,11 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     def _fit(self) -> fitting.Fit:
         if not hasattr(self, "result_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted yet; call fit first")
+        names = {"rows": self.row_names_} if self.row_names_ is not None else {}
+        if hasattr(self, "feature_names_in_"):
+            names["columns"] = self.feature_names_in_
         return fitting.Fit(self._model, self.get_params(), self.result_, self.seed_,
-                           self.threads_, self.elapsed_["total"])
+                           self.threads_, self.elapsed_["total"], self.alpha_, names)
 
     def to_arrays(self, input_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """The fit as the arrays of the ``.npz`` layout (:meth:`lppf.fitting.Fit.to_arrays`)."""
@@ -217,8 +236,40 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     def save(self, path: str | os.PathLike[str], *,
              input_path: str | os.PathLike[str] | None = None) -> None:
-        """Write the fit ``.npz`` atomically."""
+        """Write the fit ``.npz`` atomically; :meth:`load` reads it back."""
         self._fit().save(path, input_path=input_path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> _PoissonFactorization:
+        """The fitted estimator saved in ``path`` (by :meth:`save` or ``lppf fit``): every
+        fitted attribute, the settings and the fit's alpha, so that :meth:`transform` and
+        :meth:`score` work as after :meth:`fit`."""
+        fit = fitting.load(path)
+        if fit.model != cls._model:
+            raise InputError(f"{path}: a {fit.model} fit, not {cls._model} "
+                             f"(use {_CLASSES[fit.model]}.load or lppf.estimators.load)")
+        model = cls(**{k: v for k, v in fit.params.items() if k in cls._get_param_names()})
+        model._store(fit)
+        model.n_features_in_ = fit.result.mu_hat.shape[1]
+        return model
+
+    def top_words(self, n: int = 10, names: Any = None) -> list[list[str]]:
+        """The ``n`` columns (words; actors for the community model) of largest weight in
+        each row of ``components_``, largest first: one list per component. ``names``: the
+        column names (default: ``feature_names_in_``, the names the fit saw, else the
+        column numbers)."""
+        check_is_fitted(self)
+        if names is None:
+            names = getattr(self, "feature_names_in_", None)
+        if names is None:
+            names = np.arange(self.components_.shape[1])
+        names = np.asarray(names).astype(str)
+        if names.shape != (self.components_.shape[1],):
+            raise InputError(f"names: {names.shape[0]} names for {self.components_.shape[1]} "
+                             "columns", "names")
+        n = max(int(n), 1)
+        order = np.argsort(-self.components_, axis=1, kind="stable")[:, :n]
+        return [names[row].tolist() for row in order]
 
 
 class PoissonMF(_PoissonFactorization):
@@ -268,4 +319,28 @@ class CommunityModel(_PoissonFactorization):
         return self.pi_ @ self.theta_.T
 
 
-__all__ = ["DEFAULTS", "CommunityModel", "PoissonMF"]
+_CLASSES = {"pmf": "PoissonMF", "community": "CommunityModel"}
+
+
+def load(path: str | os.PathLike[str]) -> _PoissonFactorization:
+    """The fitted :class:`PoissonMF` or :class:`CommunityModel` saved in ``path``."""
+    return {"pmf": PoissonMF, "community": CommunityModel}[fitting.load(path).model].load(path)
+
+
+def _check_y(y: Any) -> None:
+    """scikit-learn's ``y`` is ignored; a number there is a noise level given positionally."""
+    if isinstance(y, int | float | np.number) and not isinstance(y, bool):
+        raise InputError(f"fit(Y, {y!r}): the second argument is scikit-learn's ignored y; "
+                         f"pass the noise level by name, fit(Y, alpha={y!r})", "alpha")
+
+
+def _names(Y: Any) -> dict[str, np.ndarray]:
+    """Row names of a pandas DataFrame (unless its index is the default 0, 1, ...)."""
+    if not hasattr(Y, "columns") or not hasattr(Y, "index"):
+        return {}
+    import pandas as pd
+
+    return {} if isinstance(Y.index, pd.RangeIndex) else {"rows": np.asarray(Y.index, str)}
+
+
+__all__ = ["DEFAULTS", "CommunityModel", "PoissonMF", "load"]

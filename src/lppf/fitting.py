@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lppf.io import save_npz
+from lppf.io import NAME_KEYS, InputError, load_json_entry, load_npz, require_key, save_npz
 from lppf.results import FitData, FitResult
 from lppf.validation import check_params, fit_data
 
@@ -102,8 +102,10 @@ def config(model: str, params: dict[str, Any], seed: int | None, threads: int | 
 
 @dataclass
 class Fit:
-    """A finished fit: its settings, the backend's result, the seed and numba threads used
-    and the wall time in seconds."""
+    """A finished fit: its settings, the backend's result, the seed and numba threads used,
+    the wall time in seconds, the noise level fitted (``alpha``, 2-d as in
+    :class:`~lppf.results.FitData`; None for nonprivate) and the row and column names
+    (``names``: ``rows``, ``columns``, string arrays) when known."""
 
     model: str
     params: dict[str, Any]
@@ -111,6 +113,8 @@ class Fit:
     seed: int
     threads: int
     seconds: float
+    alpha: np.ndarray | None = None
+    names: dict[str, np.ndarray] = field(default_factory=dict)
 
     def to_arrays(self, input_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """The fit as the arrays of the ``.npz`` layout (see docs, "Output .npz")."""
@@ -132,6 +136,9 @@ class Fit:
         out["seed"] = np.int64(self.seed)
         settings = config(self.model, self.params, self.seed, self.threads, input_path)
         out["config"] = np.array(json.dumps(settings, sort_keys=True))
+        if self.alpha is not None:
+            out["alpha"] = np.asarray(self.alpha, dtype=np.float64)
+        out.update({k: np.asarray(v, dtype=str) for k, v in self.names.items()})
         return out
 
     def convergence_problem(self) -> str | None:
@@ -166,8 +173,13 @@ class Fit:
         r = self.result
         if not r.diagnostics:
             raise ValueError("to_inference_data needs an MCMC fit (inference='mcmc')")
-        from lppf.diagnostics import to_inference_data
+        from lppf.diagnostics import _arviz, to_inference_data
 
+        try:
+            _arviz()
+        except ImportError:
+            raise ImportError("to_inference_data needs ArviZ: pip install 'lppf[arviz]'"
+                              ) from None
         n_chains = int(r.extra["n_chains"])
         loglik = np.reshape(r.trace["loglik"], (n_chains, -1))[:, int(self.params["burnin"]):]
         return to_inference_data(r.samples, loglik, r.diagnostics["mu_cells"], n_chains)
@@ -176,6 +188,51 @@ class Fit:
              input_path: str | os.PathLike[str] | None = None) -> None:
         """Write the fit ``.npz`` atomically."""
         save_npz(path, **self.to_arrays(input_path))
+
+
+# keys of the fit .npz that are not the backend's arrays
+_FIXED_KEYS = ("mu_hat", "y_hat", "log_joint", "iterations", "seed", "config", "alpha",
+               "elapsed_seconds", *NAME_KEYS)
+_PREFIXES = {"trace_": "trace", "q_": "variational", "elapsed_": "elapsed", "extra_": "extra",
+             "diag_": "diagnostics"}
+FACTORS = {"pmf": ("theta", "phi"), "community": ("theta", "pi")}
+
+
+def load(path: str | os.PathLike[str]) -> Fit:
+    """Read a fit ``.npz`` written by :meth:`Fit.save` (``lppf fit``, ``model.save``) back
+    into a :class:`Fit`; a file that is not one is an :class:`InputError` naming it."""
+    data = load_npz(path)
+    try:
+        settings = load_json_entry(data, "config") if "config" in data else None
+    except (ValueError, TypeError):
+        settings = None
+    if not isinstance(settings, dict) or settings.get("model") not in FACTORS:
+        raise InputError(f"{path}: not a fit file (no valid 'config'; write one with "
+                         "`lppf fit` or model.save)")
+    model = settings["model"]
+    factors = {name: require_key(data, name, path) for name in FACTORS[model]}
+    parts: dict[str, dict[str, Any]] = {v: {} for v in _PREFIXES.values()}
+    samples = {}
+    for key, value in data.items():
+        if key in _FIXED_KEYS or key in factors:
+            continue
+        if key.endswith("_samples") and key[:-8] in factors:
+            samples[key[:-8]] = value
+            continue
+        prefix = next((p for p in _PREFIXES if key.startswith(p)), None)
+        if prefix is not None:
+            parts[_PREFIXES[prefix]][key[len(prefix):]] = value
+    parts["elapsed"] = {k: float(v) for k, v in parts["elapsed"].items()}
+    result = FitResult(mu_hat=require_key(data, "mu_hat", path), factors=factors,
+                       n_iter=int(require_key(data, "iterations", path)),
+                       y_hat=data.get("y_hat"), samples=samples,
+                       log_joint=data.get("log_joint"), **parts)
+    params = {**DEFAULTS, **{k: v for k, v in settings.items() if k in DEFAULTS},
+              "random_state": settings.get("seed")}
+    names = {k: data[k].astype(str) for k in NAME_KEYS if k in data}
+    return Fit(model, params, result, int(require_key(data, "seed", path)),
+               settings.get("numba_threads"), float(data.get("elapsed_seconds", np.nan)),
+               data.get("alpha"), names)
 
 
 def fit(model: str, data: FitData, params: dict[str, Any]) -> Fit:
@@ -189,4 +246,6 @@ def fit(model: str, data: FitData, params: dict[str, Any]) -> Fit:
     start = time.perf_counter()
     with numba_threads(params["threads"]) as n_threads:
         result = run(model, data, rng, params)
-    return Fit(model, dict(params), result, seed, n_threads, time.perf_counter() - start)
+    alpha = None if params["method"] == "nonprivate" else data.alpha
+    return Fit(model, dict(params), result, seed, n_threads, time.perf_counter() - start,
+               alpha)

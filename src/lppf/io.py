@@ -114,9 +114,101 @@ def _sparse(path: Path, data: dict[str, Any]) -> Any:
     import scipy.sparse as sp
 
     try:
-        return sp.load_npz(io.BytesIO(path.read_bytes()))
+        matrix = sp.load_npz(io.BytesIO(path.read_bytes()))
     except _READ_ERRORS as exc:
         raise InputError(f"{path}: not a readable sparse matrix ({_reason(exc)})") from None
+    return check_sparse(matrix, str(path))
+
+
+def check_sparse(Y: Any, name: str = "Y") -> Any:
+    """A scipy sparse matrix whose index arrays are checked against its shape (scipy trusts
+    them when a matrix is built from arrays: an index out of range reads out of bounds)."""
+    check = getattr(Y, "check_format", None)
+    try:
+        if check is not None:
+            check(full_check=True)
+        elif hasattr(Y, "tocsr"):
+            Y.tocsr().check_format(full_check=True)
+    except (ValueError, TypeError, IndexError) as exc:
+        raise InputError(f"{name}: not a valid sparse matrix ({_reason(exc)})") from None
+    return Y
+
+
+# -- reading users' count matrices
+DELIMITED = {".csv": ",", ".tsv": "\t", ".txt": None}
+NAME_KEYS = ("rows", "columns")  # row and column names stored beside a matrix
+
+
+def read_counts(path: PathLike) -> dict[str, Any]:
+    """Read a count matrix and what travels with it from ``path``, by its extension.
+
+    ``.npz``: the arrays of :func:`load_npz` (``Y`` or ``Y_noisy``, ``alpha``, ``rows``,
+    ``columns``, ...). ``.csv``, ``.tsv``, ``.txt`` (whitespace): a table of integers, with
+    or without a header row (column names) and an index column (row names), detected by
+    their non-numeric entries; returned under ``counts`` with ``rows``/``columns`` when
+    present. ``.mtx``: a Matrix Market file (``counts``). Names come back as string arrays.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".mtx":
+        return {"counts": _read_mtx(path)}
+    if suffix in DELIMITED:
+        return _read_table(path, DELIMITED[suffix])
+    return load_npz(path)
+
+
+def _read_mtx(path: Path) -> Any:
+    import scipy.io
+
+    if not path.is_file():
+        raise _missing(path)
+    with _open(path) as fh:
+        try:
+            matrix = scipy.io.mmread(fh)
+        except _READ_ERRORS as exc:
+            raise InputError(f"{path}: not a readable Matrix Market file ({_reason(exc)})"
+                             ) from None
+    return check_sparse(matrix, str(path)) if hasattr(matrix, "tocsr") else matrix
+
+
+def _is_number(cells: Any) -> np.ndarray:
+    import pandas as pd
+
+    return pd.to_numeric(pd.Series(cells, dtype=object), errors="coerce").notna().to_numpy()
+
+
+def _read_table(path: Path, sep: str | None) -> dict[str, Any]:
+    """A delimited table of counts; a first row (column) with a non-numeric entry beyond the
+    corner is a header (an index)."""
+    import pandas as pd
+
+    if not path.is_file():
+        raise _missing(path)
+    with _open(path) as fh:
+        try:
+            table = pd.read_csv(fh, sep=sep if sep else r"\s+", header=None, dtype=str,
+                                keep_default_na=False, engine="python" if sep is None else "c")
+        except (*_READ_ERRORS, pd.errors.ParserError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path}: not a readable table ({_reason(exc)})") from None
+    cells = table.to_numpy(dtype=object)
+    if cells.size == 0:
+        raise InputError(f"{path}: empty table")
+    header = cells.shape[0] > 1 and not _is_number(cells[0, 1:]).all()
+    index = cells.shape[1] > 1 and not _is_number(cells[int(header):, 0]).all()
+    out: dict[str, Any] = {}
+    if header:
+        out["columns"] = np.array([str(c) for c in cells[0, int(index):]])
+    if index:
+        out["rows"] = np.array([str(c) for c in cells[int(header):, 0]])
+    body = cells[int(header):, int(index):]
+    numeric = pd.DataFrame(body).apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    bad = np.argwhere(np.isnan(numeric))
+    if bad.size:
+        r, c = bad[0]
+        raise InputError(f"{path}: row {r + 1 + int(header)}, column {c + 1 + int(index)}: "
+                         f"expected a count, got {body[r, c]!r}")
+    out["counts"] = numeric
+    return out
 
 
 def load_npy(path: PathLike, what: str) -> np.ndarray:
@@ -157,7 +249,7 @@ def as_count_matrix(Y: Any, name: str = "Y", signed: bool = False) -> np.ndarray
     with a message naming ``name``.
     """
     if hasattr(Y, "toarray"):
-        Y = Y.toarray()
+        Y = check_sparse(Y, name).toarray()
     try:
         Y = np.asarray(Y)
     except (TypeError, ValueError) as exc:
@@ -438,6 +530,6 @@ def write_text(path: PathLike, text: str) -> None:
 
 
 __all__ = ["COUNT_LIMIT", "SEED_LIMIT", "InputError", "as_count_matrix", "check_output",
-           "check_seed", "load_json_entry", "load_npy", "load_npz", "make_parents", "npz_writer",
-           "remove_empty", "require_key",
+           "check_seed", "check_sparse", "load_json_entry", "load_npy", "load_npz",
+           "make_parents", "npz_writer", "read_counts", "remove_empty", "require_key",
            "save_npy", "save_npz", "text_writer", "write_files", "write_text"]

@@ -13,6 +13,7 @@ to ``Y`` is accepted, a 1-d array always meaning one value per row.
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
 
@@ -94,6 +95,27 @@ def alpha_to_epsilon(alpha, precision) -> np.ndarray:
         return (-precision * np.log(alpha))[()]
 
 
+def privacy_statement(alpha, epsilon=None, precision=None) -> str:
+    """One line stating the guarantee of a release with noise level ``alpha`` (any shape):
+    ``(N, epsilon)``-limited-precision local privacy with ``epsilon = N ln(1/alpha)``, for
+    the smallest alpha (the weakest cell); cells with ``alpha = 0`` have none."""
+    alpha = check_alpha(alpha)
+    noisy = alpha[alpha > 0]
+    clear = int(np.sum(alpha == 0))
+    if noisy.size == 0:
+        return "no privacy: alpha = 0, the counts are released as they are"
+    weakest = float(noisy.min())
+    per_unit = -math.log(weakest)
+    if epsilon is not None and precision is not None:
+        text = (f"epsilon = {float(epsilon):.6g} at precision N = {float(precision):.6g} "
+                f"(alpha = {weakest:.6g})")
+    else:
+        text = (f"epsilon = {per_unit:.6g} N for every precision N (alpha = {weakest:.6g}; "
+                f"e.g. N = 1: epsilon = {per_unit:.6g})")
+    where = "every cell" if clear == 0 else f"every cell with alpha > 0 ({clear} without noise)"
+    return f"(N, epsilon)-limited-precision local privacy for {where}: {text}"
+
+
 def noise_logpmf(tau, alpha) -> np.ndarray:
     """log P(tau) = log((1 - alpha)/(1 + alpha)) + |tau| log(alpha) of 2Geo(alpha), broadcast."""
     from scipy import special  # here, so that importing this module stays cheap
@@ -132,28 +154,87 @@ def _generator(rng) -> np.random.Generator:
     return np.random.default_rng(check_seed(rng, "rng"))
 
 
-def privatize(Y, alpha, rng=None, secure: bool = False) -> np.ndarray:
+def _noise_inversion(alpha: np.ndarray) -> np.ndarray:
+    """2Geo(alpha) noise, the difference of two :func:`_geometric_secure` counts."""
+    return _geometric_secure(alpha) - _geometric_secure(alpha)
+
+
+def _opendp():
+    """OpenDP's prelude with its contributed samplers enabled, or None if not installed."""
+    try:
+        import opendp.prelude as dp
+    except ImportError:
+        return None
+    dp.enable_features("contrib")
+    return dp
+
+
+def _noise_opendp(dp, alpha: np.ndarray, chunk: int = 2**20) -> np.ndarray:
+    """2Geo(alpha) noise from OpenDP's discrete Laplace sampler, ``P(tau) ~ exp(-|tau| / s)``
+    with ``s = 1 / ln(1/alpha)``: exact integer arithmetic on operating-system randomness
+    (one measurement per distinct alpha, in chunks of ``chunk`` cells)."""
+    tau = np.zeros(alpha.shape, dtype=np.int64)
+    domain = dp.vector_domain(dp.atom_domain(T="i64"))
+    for a in np.unique(alpha[alpha > 0]):
+        laplace = dp.m.make_laplace(domain, dp.l1_distance(T="i64"), scale=-1.0 / np.log(a))
+        where = np.flatnonzero(alpha == a)
+        for start in range(0, where.size, chunk):
+            cells = where[start:start + chunk]
+            tau.flat[cells] = laplace([0] * cells.size)
+    return tau
+
+
+def noise_sampler() -> str:
+    """The sampler of secure noise on this installation: ``"opendp"`` (OpenDP's exact
+    discrete Laplace, ``pip install 'lppf[secure]'``) or ``"inversion"`` (53-bit uniforms
+    from ``os.urandom``, inverted; exact up to the 2^-53 grid)."""
+    return "opendp" if _opendp() is not None else "inversion"
+
+
+def privatize(Y, alpha, rng=None, secure: bool | None = None, *, return_info: bool = False):
     """Return ``Y + tau`` (dense int64, may be negative), ``tau ~ 2Geo(alpha)`` iid per cell.
 
-    Y: non-negative integer matrix (dense or scipy sparse), shape (n_rows, n_cols).
-    alpha: scalar, per-row (``(n_rows,)`` or ``(n_rows, 1)``) or per-cell array in [0, 1);
-        ``alpha = 0`` adds no noise.
-    rng: seed or ``numpy.random.Generator`` (reproducible noise, for simulations). With
-        ``secure=False`` and ``rng=None`` a fresh numpy generator is used.
-    secure: draw the noise from the operating system's cryptographically secure generator
-        (``os.urandom``): every geometric count is an inversion of its own 53-bit uniform, so
-        no seeded pseudo-random stream is involved. Use this to release real data. It refuses
-        ``rng``. The 53-bit grid bounds ``|tau|`` by ``53 ln 2 / ln(1/alpha)``, a deviation
-        from the exact mechanism of probability below 2^-53 per cell.
+    Y: non-negative integer matrix (dense, scipy sparse, or a pandas DataFrame, whose index
+        and columns the result keeps), shape (n_rows, n_cols).
+    alpha: scalar, per-row (``(n_rows,)`` or ``(n_rows, 1)``) or per-cell array in
+        [0, ``ALPHA_MAX``]; ``alpha = 0`` adds no noise.
+    rng: None (the default) draws the noise from the operating system's cryptographically
+        secure generator: a release of real data. A seed or ``numpy.random.Generator`` makes
+        the noise reproducible, for simulations only: whoever knows the seed can subtract the
+        noise.
+    secure: None (the default): secure unless ``rng`` is given. True refuses ``rng``; False
+        requires it.
+    return_info: also return a dict saying how the noise was drawn: ``source`` ("secure" or
+        "seeded") and ``sampler`` ("opendp", "inversion" or "numpy"; see
+        :func:`noise_sampler`).
+
+    Secure noise comes from OpenDP's exact discrete Laplace sampler when OpenDP is installed
+    (``lppf[secure]``), else by inverting 53-bit uniforms from ``os.urandom``, whose only
+    deviation from the exact law is the 2^-53 grid (``|tau|`` capped at
+    ``53 ln 2 / ln(1/alpha)``, an event of probability below 2^-53 per cell).
     """
+    if secure is None:
+        secure = rng is None
     if secure and rng is not None:
         raise InputError("secure noise cannot be seeded: drop the seed or secure=True")
+    if not secure and rng is None:
+        raise InputError("secure=False needs rng (a seed or numpy Generator): seeded noise is "
+                         "for simulations; leave both out to release real data")
+    frame = Y if hasattr(Y, "columns") and hasattr(Y, "index") else None
     Y = as_count_matrix(Y)
     alpha = check_alpha(alpha, Y.shape)
     if secure:
         alpha = np.ascontiguousarray(np.broadcast_to(alpha, Y.shape))
-        tau = _geometric_secure(alpha) - _geometric_secure(alpha)
+        dp = _opendp()
+        sampler = "inversion" if dp is None else "opendp"
+        tau = _noise_inversion(alpha) if dp is None else _noise_opendp(dp, alpha)
     else:
+        sampler = "numpy"
         rng = _generator(rng)
         tau = _geometric_seeded(rng, alpha, Y.shape) - _geometric_seeded(rng, alpha, Y.shape)
-    return Y + tau
+    Y_noisy = Y + tau
+    if frame is not None:  # a DataFrame keeps its row and column names
+        Y_noisy = type(frame)(Y_noisy, index=frame.index, columns=frame.columns)
+    if return_info:
+        return Y_noisy, {"source": "secure" if secure else "seeded", "sampler": sampler}
+    return Y_noisy

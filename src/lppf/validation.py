@@ -20,6 +20,8 @@ from lppf.mechanisms import check_alpha, real_array
 from lppf.results import INFERENCES, METHODS, MODELS, PRIVATE_METHODS, FitData
 
 PRIOR_RANGE = (1e-8, 1e8)  # gamma prior shapes and rates outside it are degenerate
+FIX_MAX = float(COUNT_LIMIT)  # fixed factors at or above it give rates no count can have
+MAX_CHAINS = 1000  # MCMC chains run one after another: more is a typo, not a plan
 
 
 def _int(name: str, value: Any, minimum: int = 1) -> int:
@@ -77,6 +79,9 @@ def check_params(*, method: str, inference: str, n_components: Any, a0: Any, b0:
         _int("burnin", burnin, minimum=0)
         _int("thin", thin)
         _int("n_chains", n_chains)
+        if n_chains > MAX_CHAINS:
+            raise InputError(f"n_chains must be at most {MAX_CHAINS}, got {n_chains}",
+                             "n_chains")
         if max_iter - burnin < thin:
             raise InputError(f"max_iter ({max_iter}) must exceed burnin ({burnin}) by at least "
                              f"thin ({thin}) to keep one sample", "burnin")
@@ -137,6 +142,10 @@ def _fix(model: str, fix: dict | None, shape: tuple[int, int],
                              f"fix_{name}")
         if not np.all(np.isfinite(value)) or np.any(value <= 0):
             raise InputError(f"fix[{name!r}]: values must be finite and > 0", f"fix_{name}")
+        if np.any(value >= FIX_MAX):
+            raise InputError(f"fix[{name!r}]: values must lie below 2**31, got "
+                             f"{float(value.max()):.6g} (rates beyond the count range)",
+                             f"fix_{name}")
         out[name] = np.ascontiguousarray(value)
     if len(out) == len(expected):
         raise InputError("fix: cannot hold every factor fixed", "fix")

@@ -1,7 +1,8 @@
 """``lppf enron``: download the corpus, build the network and document-term matrices.
 
-Outputs of ``network OUTPUT.npz``: ``Y`` (V x V) in OUTPUT.npz, ``<stem>.actors.csv`` and
-``<stem>.summary.csv``. Outputs of ``docterm OUTPUT.npz``: ``Y`` (D x V), ``<stem>.vocab.txt``,
+Outputs of ``network OUTPUT.npz``: ``Y`` (V x V) and the actors' addresses (``rows``,
+``columns``) in OUTPUT.npz, ``<stem>.actors.csv`` and ``<stem>.summary.csv``. Outputs of
+``docterm OUTPUT.npz``: ``Y`` (D x V) and the vocabulary (``columns``), ``<stem>.vocab.txt``,
 ``<stem>.documents.csv`` and ``<stem>.summary.csv``; ``<stem>`` is OUTPUT without ``.npz``.
 The outputs of one run are written all or none.
 """
@@ -13,6 +14,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from lppf.commands._types import fraction, nonnegative_int, positive_int, seed
@@ -64,13 +66,23 @@ def run_network(args: argparse.Namespace) -> int:
     summary = Counter({"actors": Y_VV.shape[0], "sender-recipient counts in Y": int(Y_VV.sum())})
     write_files([(f"{stem}.actors.csv", text_writer(actors.to_csv(index=False))),
                  (f"{stem}.summary.csv", text_writer(_summary_csv(corpus.summary, summary))),
-                 (args.output, npz_writer(Y=Y_VV))])
+                 (args.output, npz_writer(Y=Y_VV, rows=_addresses(actors),
+                                          columns=_addresses(actors)))])
     print(f"{args.output}: {Y_VV.shape[0]} actors, {int(Y_VV.sum())} sender-recipient counts")
     return 0
 
 
+def _addresses(actors) -> np.ndarray:
+    """The actors' addresses in row order (names that travel with Y to fits and topics)."""
+    return actors["address"].to_numpy(dtype=str)
+
+
 def run_docterm(args: argparse.Namespace) -> int:
-    from lppf.enron.docterm import build_docterm
+    try:
+        from lppf.enron.docterm import build_docterm
+    except ImportError as exc:
+        raise InputError(f"enron docterm needs gensim and nltk ({exc}): "
+                         "pip install 'lppf[enron]'") from None
 
     stem = _stem(args.output, ".vocab.txt", ".documents.csv", ".summary.csv")
     corpus = _read(args, lambda raw: raw.folder.split("/", 1)[0] in SENT_FOLDERS)
@@ -83,7 +95,7 @@ def run_docterm(args: argparse.Namespace) -> int:
     write_files([(f"{stem}.vocab.txt", text_writer("".join(f"{w}\n" for w in vocab))),
                  (f"{stem}.documents.csv", text_writer(documents.to_csv(index=False))),
                  (f"{stem}.summary.csv", text_writer(_summary_csv(corpus.summary, summary))),
-                 (args.output, npz_writer(Y=Y_DV))])
+                 (args.output, npz_writer(Y=Y_DV, columns=np.array(vocab, dtype=str)))])
     print(f"{args.output}: {Y_DV.shape[0]} documents x {Y_DV.shape[1]} words")
     return 0
 
@@ -100,7 +112,11 @@ def run_download(args: argparse.Namespace) -> int:
 
 
 def run_synth(args: argparse.Namespace) -> int:
-    from lppf.enron.synth import write_synthetic_maildir
+    try:
+        from lppf.enron.synth import write_synthetic_maildir
+    except ImportError as exc:
+        raise InputError(f"enron synth-maildir needs gensim ({exc}): "
+                         "pip install 'lppf[enron]'") from None
 
     truth = write_synthetic_maildir(args.output_dir, args.seed, args.people, args.owners,
                                     args.emails, args.topics, args.words_per_topic)

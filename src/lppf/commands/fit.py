@@ -1,8 +1,10 @@
 """``lppf fit``: fit Poisson factorization (topics) or the community model to counts.
 
 INPUT is the output of ``lppf privatize`` (keys ``Y_noisy``, ``alpha``) for the private and
-naive methods, or an ``.npz`` with the true counts ``Y`` for ``nonprivate``. OUTPUT gets the
-fit ``.npz`` (written atomically; layout in the README, "Output .npz").
+naive methods, or an ``.npz`` with the true counts ``Y`` for ``nonprivate``; or a table
+(``.csv``, ``.tsv``, ``.txt``) or Matrix Market file (``.mtx``) of counts, with the noise
+level given by ``--alpha`` or ``--epsilon``/``--precision``. OUTPUT gets the fit ``.npz``
+(written atomically; layout in the README, "Output .npz").
 """
 
 from __future__ import annotations
@@ -18,9 +20,23 @@ import numpy as np
 
 from lppf import fitting
 from lppf._numba import threads as numba_threads
+from lppf.commands._types import open_unit, positive_float
 from lppf.fitting import DEFAULTS
-from lppf.io import InputError, check_output, load_npy, load_npz, require_key
+from lppf.io import (
+    NAME_KEYS,
+    InputError,
+    check_output,
+    load_npy,
+    npz_writer,
+    read_counts,
+    require_key,
+    write_files,
+)
 from lppf.results import INFERENCES, METHODS, MODELS
+
+# options of one inference only: (option, attribute, inference it belongs to)
+ONLY = (("--chains", "chains", "mcmc"), ("--idata", "idata", "mcmc"),
+        ("--tol", "tol", "cavi"), ("--restarts", "restarts", "cavi"))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,19 +52,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--iterations", type=int, default=DEFAULTS["max_iter"], metavar="I",
                    help="MCMC: total iterations including burn-in; CAVI: maximum "
                         "(default %(default)s)")
-    p.add_argument("--burnin", type=int, default=DEFAULTS["burnin"], metavar="B",
-                   help="default %(default)s")
-    p.add_argument("--thin", type=int, default=DEFAULTS["thin"], metavar="T",
-                   help="save every T-th iteration after burn-in (default %(default)s)")
-    p.add_argument("--chains", type=int, default=DEFAULTS["n_chains"], metavar="N",
-                   help="MCMC: independent chains, samples pooled (default %(default)s)")
+    p.add_argument("--burnin", type=int, metavar="B",
+                   help=f"MCMC (default {DEFAULTS['burnin']})")
+    p.add_argument("--thin", type=int, metavar="T",
+                   help=f"MCMC: save every T-th iteration after burn-in "
+                        f"(default {DEFAULTS['thin']})")
+    p.add_argument("--chains", type=int, metavar="N",
+                   help=f"MCMC: independent chains, samples pooled, at most 1000 "
+                        f"(default {DEFAULTS['n_chains']})")
     p.add_argument("--idata", type=Path, metavar="OUT.nc",
-                   help="MCMC: also write the samples as ArviZ InferenceData (netCDF)")
-    p.add_argument("--tol", type=float, default=DEFAULTS["tol"],
-                   help="CAVI relative tolerance on mu_hat; 0 runs all iterations "
-                        "(default %(default)s)")
-    p.add_argument("--restarts", type=int, default=DEFAULTS["restarts"], metavar="R",
-                   help="CAVI restarts (default %(default)s)")
+                   help="MCMC: also write the samples as ArviZ InferenceData (netCDF; needs "
+                        "lppf[arviz])")
+    p.add_argument("--tol", type=float,
+                   help=f"CAVI relative tolerance on mu_hat; 0 runs all iterations "
+                        f"(default {DEFAULTS['tol']})")
+    p.add_argument("--restarts", type=int, metavar="R",
+                   help=f"CAVI restarts (default {DEFAULTS['restarts']})")
+    p.add_argument("--alpha", type=open_unit, metavar="A",
+                   help="noise level of INPUT when the file does not carry one")
+    p.add_argument("--epsilon", type=positive_float, metavar="E",
+                   help="or: privacy level of INPUT (with --precision): alpha = exp(-E / N)")
+    p.add_argument("--precision", type=positive_float, metavar="N", help="see --epsilon")
     p.add_argument("--seed", type=int, default=DEFAULTS["random_state"], metavar="S",
                    help="random seed (default: fresh, recorded in the output)")
     p.add_argument("--mask", type=Path, metavar="MASK.npy", help="bool array, True = held out")
@@ -86,18 +110,89 @@ def _blame(args: argparse.Namespace, exc: InputError) -> InputError:
     return InputError(f"{where}: {message}", param)
 
 
-def _load_input(path: Path, method: str) -> tuple[np.ndarray, np.ndarray | None]:
-    data = load_npz(path)
+def _noise_level(args: argparse.Namespace) -> float | None:
+    """``--alpha`` or ``exp(-epsilon / precision)``, or None when neither is given."""
+    from lppf.mechanisms import check_alpha, epsilon_to_alpha
+
+    if args.alpha is not None and args.epsilon is not None:
+        raise InputError("give --alpha or --epsilon with --precision, not both")
+    if (args.epsilon is None) != (args.precision is None):
+        raise InputError("--epsilon and --precision go together")
+    if args.epsilon is not None:
+        return float(check_alpha(epsilon_to_alpha(args.epsilon, args.precision),
+                                 name="alpha = exp(-epsilon / precision)"))
+    return None if args.alpha is None else float(check_alpha(args.alpha, name="--alpha"))
+
+
+def _load_input(args: argparse.Namespace) -> tuple[object, object, dict[str, np.ndarray]]:
+    """The counts, their noise level (None for nonprivate) and their row/column names."""
+    path, method = args.input, args.method
+    data = read_counts(path)
+    names = {k: data[k] for k in NAME_KEYS if k in data}
+    given = _noise_level(args)
+    if given is not None and method == "nonprivate":
+        raise InputError("--alpha/--epsilon: method 'nonprivate' fits true counts, no noise")
+    if "counts" in data:  # a table or Matrix Market file: the counts the method needs
+        if given is None and method != "nonprivate":
+            raise InputError(f"{path}: carries no noise level; give --alpha or --epsilon "
+                             f"with --precision (or --method nonprivate for true counts)")
+        return data["counts"], given, names
     if method == "nonprivate":
         if "Y" not in data:
             raise InputError(f"{path}: method 'nonprivate' needs the true counts under key 'Y' "
                              f"(found: {', '.join(sorted(data)) or 'none'})")
-        return data["Y"], None
+        return data["Y"], None, names
     if "Y_noisy" not in data:
         raise InputError(f"{path}: method {method!r} needs privatized counts under key "
                          f"'Y_noisy', the output of `lppf privatize` "
                          f"(found: {', '.join(sorted(data)) or 'none'})")
-    return data["Y_noisy"], require_key(data, "alpha", path)
+    if given is not None and "alpha" in data:
+        raise InputError(f"--alpha/--epsilon: {path} carries its noise level (key 'alpha')")
+    alpha = given if given is not None else require_key(data, "alpha", path)
+    return data["Y_noisy"], alpha, names
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse options that do not apply to the chosen inference, before any work."""
+    if args.threads is not None and args.threads < 1:
+        raise InputError(f"--threads must be >= 1, got {args.threads}")
+    for option, name, inference in ONLY:
+        if getattr(args, name) is not None and args.inference != inference:
+            raise InputError(f"{option} applies to --inference {inference} only, not "
+                             f"{args.inference}")
+    if args.idata is None:
+        return
+    check_output(args.idata)
+    for other in (args.input, args.output):
+        if Path(args.idata).resolve() == Path(other).resolve():  # links too
+            raise InputError(f"--idata {args.idata}: the same file as {other}")
+    from lppf.diagnostics import _arviz
+
+    try:
+        _arviz()
+    except ImportError:
+        raise InputError("--idata needs ArviZ: pip install 'lppf[arviz]'") from None
+
+
+def _check_size(args: argparse.Namespace, shape: tuple[int, int]) -> None:
+    """More components than rows or columns: refused, as scikit-learn does for PCA."""
+    if args.components > min(shape):
+        raise InputError(f"--components {args.components} exceeds the smaller side of the "
+                         f"{shape[0]} x {shape[1]} counts in {args.input}")
+
+
+def _idata_writer(fit: fitting.Fit):
+    """A writer for :func:`lppf.io.write_files` of the samples as netCDF (ArviZ writes to a
+    path: a scratch file, copied)."""
+    import tempfile
+
+    idata = fit.to_inference_data()
+    with tempfile.TemporaryDirectory() as scratch:
+        path = os.path.join(scratch, "idata.nc")
+        idata.to_netcdf(path)
+        with open(path, "rb") as fh:
+            data = fh.read()
+    return lambda fh: fh.write(data)
 
 
 def _threads_line(requested: int | None) -> str:
@@ -109,28 +204,33 @@ def _threads_line(requested: int | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.threads is not None and args.threads < 1:
-        raise InputError(f"--threads must be >= 1, got {args.threads}")
+    _check_options(args)
     check_output(args.output)
-    Y, alpha = _load_input(args.input, args.method)
+    Y, alpha, names = _load_input(args)
     mask = None if args.mask is None else load_npy(args.mask, "--mask")
     fix = {name: load_npy(path, f"--fix-{name}") for name in ("theta", "phi", "pi")
            if (path := getattr(args, f"fix_{name}")) is not None}
+    given = {"burnin": args.burnin, "thin": args.thin, "n_chains": args.chains,
+             "tol": args.tol, "restarts": args.restarts}
     params = {**DEFAULTS, "n_components": args.components, "method": args.method,
               "inference": args.inference, "a0": args.a0, "b0": args.b0,
-              "max_iter": args.iterations, "burnin": args.burnin, "thin": args.thin,
-              "n_chains": args.chains, "tol": args.tol, "restarts": args.restarts,
+              "max_iter": args.iterations,
+              **{k: v for k, v in given.items() if v is not None},
               "random_state": args.seed, "threads": args.threads,
               "verbose": not args.quiet and sys.stderr.isatty()}
     try:  # checked before anything is printed: bad input gives one line only
         data = fitting.check(args.model, params, Y, alpha, mask, fix or None)
+        _check_size(args, data.Y.shape)
+        names = _check_names(args.input, names, data.Y.shape)
         print(_threads_line(args.threads), file=sys.stderr, flush=True)
         fit = fitting.fit(args.model, data, params)
     except InputError as exc:
         raise _blame(args, exc) from None
-    fit.save(args.output, input_path=args.input)
+    fit.names = names
+    files = [(args.output, npz_writer(**fit.to_arrays(args.input)))]
     if args.idata is not None:
-        fit.to_inference_data().to_netcdf(args.idata)
+        files.append((args.idata, _idata_writer(fit)))
+    write_files(files)
     warning = fit.warning_line()
     if warning is not None:
         print(f"lppf fit: {args.output}: {warning}", file=sys.stderr)
@@ -138,3 +238,13 @@ def run(args: argparse.Namespace) -> int:
           f"{fit.result.n_iter} iterations in {fit.seconds:.1f} s",
           file=sys.stderr)
     return 0
+
+
+def _check_names(path: Path, names: dict[str, np.ndarray], shape: tuple[int, int]
+                 ) -> dict[str, np.ndarray]:
+    """Row and column names of the input, kept when they match the matrix."""
+    for key, n in zip(NAME_KEYS, shape, strict=True):
+        if key in names and np.shape(names[key]) != (n,):
+            raise InputError(f"{path}: key {key!r} holds {np.size(names[key])} names for "
+                             f"{n} {key}")
+    return names
