@@ -174,3 +174,35 @@ def test_bad_config_is_refused_before_any_job(case, tmp_path):
     text = result.stdout + result.stderr
     assert result.returncode != 0 and key in text, text[-2000:]
     assert "rule fit:" not in text
+
+
+def test_real_data_config_dry_runs_on_any_source(tmp_path):
+    """config/enron.yaml with its source replaced by a second config file: the network is cut
+    to the 161 most active actors and E4 holds out a random share of every actor's cells."""
+    override = tmp_path / "source.yaml"
+    override.write_text("enron: {source: synthetic}\n")
+    result = snakemake("-n", "-p", "--configfile", str(ROOT / "config/enron.yaml"),
+                       str(override), cwd=tmp_path)
+    text = result.stdout + result.stderr
+    assert "--top-actors 161" in text and "results/real/e4/" in text
+    assert "--top 161 --fraction 0.2" in text
+
+
+def test_download_is_a_local_rule_that_checks_the_configured_size_and_hash(tmp_path):
+    override = tmp_path / "source.yaml"
+    override.write_text(f"enron: {{source: 'https://example.org/enron.tar.gz', size: 123, "
+                        f"sha256: {'ab' * 32}}}\n")
+    result = snakemake("-n", "-p", "--configfile", str(ROOT / "config/config.yaml"),
+                       str(override), "--until", "enron_download", cwd=tmp_path)
+    assert f"--size 123 --sha256 {'ab' * 32}" in result.stdout + result.stderr
+    # compute nodes are often offline: the download runs where Snakemake runs
+    code = ("from pathlib import Path; from snakemake.api import SnakemakeApi;"
+            "from snakemake.settings.types import ConfigSettings, ResourceSettings\n"
+            "with SnakemakeApi() as api:\n"
+            f"    wf = api.workflow(ResourceSettings(cores=1), ConfigSettings(configfiles="
+            f"[Path({str(ROOT / 'config/config.yaml')!r})]),"
+            f" snakefile=Path({str(ROOT / 'workflow/Snakefile')!r}), workdir=Path('.'))\n"
+            "    print(sorted(wf._workflow._localrules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, check=True).stdout
+    assert "'enron_download'" in out
