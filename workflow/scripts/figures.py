@@ -98,8 +98,9 @@ def heldout_by_components(smk):
         parts += [held.assign(metric=name, value=held["heldout_deviance"]),
                   base.assign(metric=name, value=base["heldout_baseline_deviance"],
                               method="row x column baseline")]
-    g = sns.catplot(pd.concat(parts, ignore_index=True), x="K", y="value", hue="method", col="metric",
-                    row=x, kind="point", errorbar="sd", sharey=False, height=3, dodge=0.3)
+    g = sns.catplot(pd.concat(parts, ignore_index=True), x="K", y="value", hue="method",
+                    col="metric", row=x, kind="point", errorbar="sd", sharey=False, height=3,
+                    dodge=0.3)
     g.set_axis_labels("number of communities C", "error")
     return g.figure
 
