@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lppf.diagnostics import RHAT_WARN, chain_diagnostics, diagnostic_cells, warning_line
+from lppf.diagnostics import (
+    ESS_MIN,
+    RHAT_MAX,
+    chain_diagnostics,
+    convergence_problem,
+    diagnostic_cells,
+    warning_line,
+)
 from lppf.estimators import PoissonMF
 from lppf.mcmc import fit_mcmc
 from lppf.results import FitData
@@ -39,6 +46,12 @@ def test_chain_c_does_not_depend_on_the_number_of_chains(model):
     np.testing.assert_allclose(three.mu_hat[cells[:, 0], cells[:, 1]], mu)
 
 
+def test_pmf_chains_share_one_em_start():
+    three = _fit("pmf", 3)
+    scores = three.extra["start_loglik"]
+    assert scores.shape[0] == 3 and (scores == scores[0]).all()
+
+
 @pytest.mark.parametrize("model", ["pmf", "community"])
 def test_chains_identical_for_any_thread_count(model):
     one, two = _fit(model, 2, threads=1), _fit(model, 2, threads=2)
@@ -52,12 +65,12 @@ def test_rhat_of_mixed_chains_near_one_and_of_stuck_chains_large():
     mixed = chain_diagnostics(rng.normal(size=(4, 500)), rng.normal(size=(4, 200, 3)), cells)
     assert abs(mixed["rhat_loglik"] - 1) < 0.01 and np.all(np.abs(mixed["rhat_mu"] - 1) < 0.02)
     assert mixed["ess_bulk_loglik"] > 1000 and np.all(mixed["ess_tail_mu"] > 300)
-    assert warning_line(mixed) is None
+    assert warning_line(mixed, 4) is None
     modes = np.array([0.0, 0.0, 3.0, 3.0])[:, None]
     stuck = chain_diagnostics(rng.normal(size=(4, 500)) + modes,
                               rng.normal(size=(4, 200, 3)) + modes[:, :, None], cells)
-    assert stuck["rhat_loglik"] > RHAT_WARN and np.all(stuck["rhat_mu"] > RHAT_WARN)
-    assert "R-hat" in warning_line(stuck)
+    assert stuck["rhat_loglik"] > 1.05 and np.all(stuck["rhat_mu"] > 1.05)
+    assert "R-hat of the log likelihood" in warning_line(stuck, 4)
 
 
 def test_one_chain_is_diagnosed_by_its_halves():
@@ -67,7 +80,22 @@ def test_one_chain_is_diagnosed_by_its_halves():
     assert abs(flat["rhat_loglik"] - 1) < 0.02 and np.all(np.isfinite(flat["rhat_mu"]))
     drift = np.linspace(0, 5, 400)[None]
     assert chain_diagnostics(drift + rng.normal(size=(1, 400)), rng.normal(size=(1, 40, 2)),
-                             cells)["rhat_loglik"] > RHAT_WARN
+                             cells)["rhat_loglik"] > 1.05
+
+
+def test_the_criterion_names_the_first_diagnostic_it_misses():
+    diagnostics = {"rhat_loglik": 1.005, "ess_bulk_loglik": 450.0, "rhat_mu": [1.0, 1.015],
+                   "cells": np.array([[0, 1], [3, 7]])}
+    assert convergence_problem(diagnostics, 4) is None
+    assert convergence_problem(diagnostics, 3) == "3 chains < 4 (R-hat needs chains)"
+    late = {**diagnostics, "rhat_loglik": RHAT_MAX + 0.002}
+    assert convergence_problem(late, 4) == "R-hat of the log likelihood 1.012 > 1.01"
+    cell = {**diagnostics, "rhat_mu": [1.0, 1.03]}
+    assert convergence_problem(cell, 4) == "R-hat of mu at cell (row 3, column 7) 1.030 > 1.02"
+    assert "(row 0, column 1) nan" in convergence_problem({**cell, "rhat_mu": [np.nan, 1]}, 4)
+    few = {**diagnostics, "ess_bulk_loglik": ESS_MIN - 1.0}
+    assert convergence_problem(few, 4) == "bulk ESS of the log likelihood 399 < 400"
+    assert warning_line(few, 4).startswith("warning: not converged: bulk ESS")
 
 
 def test_diagnostic_cells_are_observed_and_fixed():

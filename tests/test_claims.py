@@ -70,6 +70,23 @@ def test_one_replicate_cannot_decide_and_absent_experiments_are_not_run():
     assert claims.summary(card).startswith("claims: ")
 
 
+def test_a_pass_on_unconverged_fits_is_counted_apart():
+    fits = e1(private_noisy=2.0)
+    claim = "E1: private KL below naive (private)"
+    assert claims.scorecard(fits).loc[lambda c: c["claim"] == claim, "converged"].iloc[0] == ""
+    fits["converged"] = 1.0
+    card = claims.scorecard(fits)
+    n = len(fits)
+    assert card.loc[card["claim"] == claim, "converged"].iloc[0] == f"yes ({n} of {n} fits)"
+    passed = int((card["verdict"] == claims.PASS).sum())
+    assert claims.summary(card).startswith(f"claims: {passed} PASS, 0 PASS on unconverged")
+    fits.loc[0, "converged"] = 0.0
+    card = claims.scorecard(fits)
+    assert card.loc[card["claim"] == claim, "converged"].iloc[0] == f"no ({n - 1} of {n} fits)"
+    assert verdicts(card, claim) == [claims.PASS]
+    assert claims.summary(card).startswith(f"claims: 0 PASS, {passed} PASS on unconverged")
+
+
 def test_eps_levels_are_noisier_when_smaller_and_coherence_is_higher_is_better():
     means = {"private": {0.25: -1.0, 1.0: -1.0}, "private-collapsed": {0.25: -1.0, 1.0: -1.0},
              "naive": {0.25: -3.0, 1.0: -1.1}, "nonprivate": -1.0}

@@ -74,7 +74,7 @@ def skip_reason(command):
 def run(command, cwd, env):
     argv = shlex.split(command)
     if argv[0] == "snakemake":
-        argv = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "workflow/Snakefile"),
+        argv = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
                 *argv[1:]]
         argv += [a for a in ("-n",) if a not in argv]
         for name in ("config", ".test", "workflow"):

@@ -100,11 +100,15 @@ def test_offline_error_names_the_alternatives(tmp_path):
         resolve(tmp_path / "missing.tar.gz", tmp_path)
 
 
-def test_file_url_and_resolve(tmp_path):
+def test_resolve_downloads_http_and_refuses_other_schemes(server, tmp_path):
+    got = resolve(server, tmp_path / "dl", sha256=SHA, size=len(PAYLOAD), progress=False)
+    assert got == tmp_path / "dl" / "enron.tar.gz" and got.read_bytes() == PAYLOAD
     src = tmp_path / "src.bin"
     src.write_bytes(PAYLOAD)
-    got = resolve(src.as_uri(), tmp_path / "dl", sha256=SHA, size=len(PAYLOAD), progress=False)
-    assert got == tmp_path / "dl" / "src.bin" and got.read_bytes() == PAYLOAD
+    for url in (src.as_uri(), "ftp://127.0.0.1/x.tgz", "gopher://h/x"):
+        with pytest.raises(ValueError, match="only http:// and https://"):
+            resolve(url, tmp_path / "dl2", progress=False)
+    assert not (tmp_path / "dl2").exists()
 
 
 def test_tarball_stream_equals_directory(tmp_path):
@@ -127,3 +131,42 @@ def test_not_a_tarball_is_input_error(tmp_path):
     bad.write_bytes(b"not gzip at all")
     with pytest.raises(ValueError, match="not a readable tarball"):
         list(iter_raw(bad))
+
+
+def test_downloads_are_bounded_and_leave_nothing_on_failure(server, tmp_path):
+    dest = tmp_path / "new" / "deeper" / "c.tgz"
+    with pytest.raises(ValueError, match="1000 at most"):
+        download(server, dest, progress=False, limit=1000)
+    RangeHandler.honour_range = False
+    with pytest.raises(ValueError, match="expected 10 at most"):
+        download(server, dest, size=10, progress=False)
+    with pytest.raises(ValueError, match="synth-maildir"):  # offline: no directory made
+        download("http://127.0.0.1:9/x.tgz", dest, progress=False, timeout=5)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_download_onto_a_directory_or_special_file_is_refused(server, tmp_path):
+    (tmp_path / "d.tgz").mkdir()
+    with pytest.raises(ValueError, match="a directory"):
+        download(server, tmp_path / "d.tgz", progress=False)
+    code = main(["enron", "download", server, f"{tmp_path}/", "--quiet"])
+    assert code == 2
+    import os
+
+    os.mkfifo(tmp_path / "f.tgz")
+    with pytest.raises(ValueError, match="a FIFO"):
+        download(server, tmp_path / "f.tgz", progress=False)
+    (tmp_path / "x.tgz.part").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ValueError, match=r"x\.tgz\.part"):  # never written through a link
+        download(server, tmp_path / "x.tgz", progress=False)
+    assert not (tmp_path / "elsewhere").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.tgz", "f.tgz", "x.tgz.part"]
+
+
+def test_a_file_url_makes_no_copy(tmp_path, capsys):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret")
+    out = tmp_path / "out"
+    code = main(["enron", "network", secret.as_uri(), str(out / "net.npz"), "--quiet"])
+    assert code == 2 and "only http:// and https://" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["secret.txt"]

@@ -157,3 +157,21 @@ def test_degenerate_problems_are_refused_naming_the_argument(counts, cls, params
     with pytest.raises(InputError, match=message) as info:
         cls(**{"n_components": 2, **FAST, **params}).fit(**inputs)
     assert info.value.param == param and "\n" not in str(info.value)
+
+
+def test_convergence_warning_for_a_short_mcmc_fit_and_a_cavi_fit_stopped_early(counts):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    _, Ytil = counts
+    with pytest.warns(ConvergenceWarning, match="PoissonMF did not converge: 1 chain < 4"):
+        PoissonMF(2, method="naive", **FAST).fit(Ytil)
+    with pytest.warns(ConvergenceWarning, match="R-hat|bulk ESS"):
+        PoissonMF(2, method="naive", n_chains=4, **FAST).fit(Ytil)
+    with pytest.warns(ConvergenceWarning, match="CAVI stopped at max_iter 2 before"):
+        PoissonMF(2, method="naive", inference="cavi", max_iter=2, tol=1e-9).fit(Ytil)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        PoissonMF(2, method="naive", inference="cavi", max_iter=2, tol=0.0).fit(Ytil)
+        PoissonMF(2, method="naive", inference="cavi", max_iter=500, tol=0.1).fit(Ytil)

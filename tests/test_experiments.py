@@ -18,7 +18,7 @@ SCHEMA = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text
 
 def spec(**changes):
     base = dict(model="community", truth={"kind": "rescale", "dataset": "network",
-                                          "e0": [0.75, 1.5]},
+                                          "e0": [0.75, 1.5], "f0": 0.1},
                 privacy={"alpha": [0.1, 0.9]}, components=[5], heldout=[0], replicates=2,
                 methods=["private", "naive", "nonprivate"], inference=["mcmc"], fix_truth=[],
                 mcmc={"iterations": 100, "burnin": 50})
@@ -109,7 +109,7 @@ def test_the_schema_refuses_unknown_keys_everywhere():
     ({"privacy": {"alpha": [0.5], "eps_n": [1.0]}}, "experiments.e1.privacy"),
     ({"privacy": {"concentration": 10}}, "experiments.e1.privacy"),
     ({"truth": {"kind": "rescale", "dataset": "emails"}}, "experiments.e1.truth.dataset"),
-    ({"truth": {"kind": "rescale", "dataset": "network", "e0": [1, 1.0]}},
+    ({"truth": {"kind": "rescale", "dataset": "network", "e0": [1, 1.0], "f0": 0.1}},
      "experiments.e1.truth.e0"),
     ({"cavi": {"thin": 2}}, "experiments.e1.cavi.thin"),
     ({"figure_grid": "alpha-0.3"}, "experiments.e1.figure_grid"),
@@ -122,6 +122,100 @@ def test_cross_field_rules_name_the_key(changes, key):
     assert message.startswith(key + ":") and "\n" not in message
 
 
+# settings that every `lppf fit` of the experiment would refuse: refused before any job, by
+# the same check (lppf.fitting.check_settings), naming the config key
+FIT_REFUSALS = [
+    ({"mcmc": {"iterations": 400, "burnin": 390, "thin": 20}}, "experiments.e1.mcmc.burnin"),
+    ({"mcmc": {"iterations": 2**31, "burnin": 10}}, "experiments.e1.mcmc.iterations"),
+    ({"mcmc": {"iterations": 100, "burnin": 50, "chains": 2**31}}, "experiments.e1.mcmc.chains"),
+    ({"a0": -1}, "experiments.e1.a0"),
+    ({"a0": 0}, "experiments.e1.a0"),
+    ({"b0": 1e20}, "experiments.e1.b0"),
+    ({"components": [5, 2**40]}, "experiments.e1.components"),
+    ({"inference": ["cavi"], "cavi": {"restarts": 0}}, "experiments.e1.cavi.restarts"),
+    ({"fix_truth": ["phi"], "fixed_mcmc": {"burnin": 100}}, "experiments.e1.fixed_mcmc.burnin"),
+]
+
+
+@pytest.mark.parametrize("changes, key", FIT_REFUSALS)
+def test_fit_settings_are_refused_by_the_check_of_lppf_fit(changes, key):
+    from lppf.fitting import check_settings
+    from lppf.io import InputError
+
+    with pytest.raises(grid.ConfigError) as info:
+        grid.check_config(config(**changes))
+    message = str(info.value)
+    assert message.startswith(key + ": ") and "\n" not in message
+    # the same words as the API's (and `lppf fit`'s) refusal of that fit
+    s = spec(**changes)
+    run = grid.run_settings(s, s["inference"][0], "-fix" if s["fix_truth"] else "")
+    params = grid.fit_params(run, s["inference"][0], method="private",
+                             n_components=max(s["components"]),
+                             **{k: s[k] for k in ("a0", "b0") if k in s})
+    with pytest.raises(InputError) as api:
+        check_settings(params)
+    assert message == f"{key}: {api.value}"
+
+
+def test_reference_fit_settings_are_checked_too():
+    c = config()
+    c["reference"]["cavi"] = {"iterations": 2**31}
+    with pytest.raises(grid.ConfigError, match=r"^reference\.cavi\.iterations: "):
+        grid.check_config(c)
+
+
+def with_enron(**enron):
+    c = config()
+    c["enron"].update(enron)
+    return c
+
+
+@pytest.mark.parametrize("make, key", [
+    (lambda: config(truth={"kind": "pmf", "cols": 5, "components": 2}), "experiments.e1.truth"),
+    (lambda: config(truth={"kind": "community", "actors": 5, "communities": 2, "shape": "x"}),
+     "experiments.e1.truth"),
+    (lambda: config(privacy={"alpha": [0.5, 1 - 1e-16]}), "experiments.e1.privacy.alpha"),
+    (lambda: with_enron(datasets={"network": {"command": "network", "args": "--bogus 3"}}),
+     "enron.datasets.network.args"),
+    (lambda: with_enron(datasets={"network": {"command": "network", "args": "--min-total 'x"}}),
+     "enron.datasets.network.args"),
+    (lambda: with_enron(synth_args="--people 12; touch x"), "enron.synth_args"),
+    (lambda: config(truth={"kind": "community", "actors": 5, "communities": 2, "shape": 1e308}),
+     "experiments.e1.truth.shape"),
+    (lambda: config(privacy={"beta_mean": [0.5], "concentration": 1e-300}),
+     "experiments.e1.privacy.concentration"),
+])
+def test_job_command_lines_are_parsed_by_the_commands_parsers(make, key):
+    with pytest.raises(grid.ConfigError) as info:
+        grid.check_config(make())
+    message = str(info.value)
+    assert message.startswith(key + ": ") and "\n" not in message
+
+
+def test_labels_never_use_exponents():
+    assert [grid.fmt(v) for v in (0.5, 1.0, 2.5, 1e-5, 1e6, 0.1 + 0.2)] == [
+        "0.5", "1", "2.5", "0.00001", "1000000", "0.3"]
+    assert list(grid.grids({"privacy": {"eps_n": [1e-5, 1e6]}})) == ["epsn-0.00001",
+                                                                     "epsn-1000000"]
+
+
+def test_config_values_are_read_as_typed():
+    assert grid.typed({"e1": {"privacy": {"alpha": ["0.3", "1"]}, "x": ["a", "True"]}}) == {
+        "e1": {"privacy": {"alpha": [0.3, 1]}, "x": ["a", True]}}
+
+
+def test_a_config_alone_must_mean_what_it_means_merged(tmp_path):
+    """--replace-workflow-config does not reach cluster jobs, which merge the default back in:
+    a config that the merge would change is refused, naming the first key."""
+    default = tmp_path / "default.yaml"
+    default.write_text("seed: 1\nexperiments: {e1: {a0: 1, b0: 1}}\n")
+    grid.check_alone({"seed": 2, "experiments": {"e1": {"a0": 2, "b0": 1}}}, default, ["x.yaml"])
+    with pytest.raises(grid.ConfigError, match=r"^experiments\.e1\.a0: set in .* x\.yaml"):
+        grid.check_alone({"seed": 2, "experiments": {"e1": {"b0": 2}}}, default, ["x.yaml"])
+    with pytest.raises(grid.ConfigError, match=r"^seed: "):
+        grid.check_alone({"experiments": {"e1": {"a0": 1, "b0": 1}}}, default, ["x.yaml"])
+
+
 def test_a_good_config_passes_and_absent_targets_are_named():
     grid.check_config(config())
     assert grid.reference_args(config()) == "--iterations 10"
@@ -129,22 +223,18 @@ def test_a_good_config_passes_and_absent_targets_are_named():
         grid.check_config(config(), experiments=["e3"])
 
 
-@pytest.mark.parametrize("name", ["paper.yaml", "design.yaml"])
+@pytest.mark.parametrize("name", ["config/paper.yaml", "config/design.yaml",
+                                  ".test/config/config.yaml"])
 def test_other_configs_mean_the_same_merged_or_alone(name):
     """`--configfile X` extends config/config.yaml (Snakemake's merge): every key the default
-    sets is set again by X, so the merged config equals X alone (--replace-workflow-config)."""
-    from snakemake.utils import update_config, validate
+    sets is set again by X, so the merged config equals X alone (--replace-workflow-config,
+    which cluster jobs do not get)."""
+    from snakemake.utils import validate
 
-    default = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    other = yaml.safe_load((ROOT / "config" / name).read_text())
-    merged = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    update_config(merged, other)
-    assert merged.keys() == other.keys() and default
-    for exp in merged["experiments"]:
-        assert merged["experiments"][exp] == other["experiments"][exp], exp
-    assert grid.reference_args(merged) == grid.reference_args(other)
-    validate(merged, str(ROOT / "workflow/schemas/config.schema.yaml"))
-    grid.check_config(merged)
+    other = yaml.safe_load((ROOT / name).read_text())
+    grid.check_alone(other, ROOT / "config/config.yaml", [name])
+    validate(other, str(ROOT / "workflow/schemas/config.schema.yaml"))
+    grid.check_config(other)
 
 
 def test_the_real_data_config_sets_every_enron_experiment_and_keeps_the_default_simulations():
@@ -201,3 +291,14 @@ def test_figure_fits_are_chosen_from_the_figure_name():
     assert set(grid.FIGURE_FITS) <= {n for t in ("blocks", "community") for n in
                                      grid.figures(spec(truth={"kind": t}))} | {
         "posterior_y", "theta_kl"}
+
+
+def test_the_default_config_runs_every_mcmc_fit_on_enough_chains():
+    """R-hat and ESS are judged over at least 4 chains (lppf.diagnostics.MIN_CHAINS)."""
+    from lppf.diagnostics import MIN_CHAINS
+
+    default = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    for name, exp in default["experiments"].items():
+        for key in ("mcmc", "fixed_mcmc"):
+            if key in exp:
+                assert exp[key].get("chains", 1) >= MIN_CHAINS, (name, key)

@@ -160,7 +160,7 @@ def test_benchmark_seconds(tmp_path):
 
 def test_evaluate_cli_writes_one_row_of_metrics(tmp_path):
     rng = np.random.default_rng(3)
-    theta, phi = rng.gamma(1.0, 1.0, (6, 2)), rng.gamma(1.0, 1.0, (2, 5))
+    theta, phi = rng.gamma(1.0, 1.0, (6, 2)), rng.gamma(1.0, 1.0, (2, 12))
     mu = theta @ phi
     Y = rng.poisson(mu)
     save_npz(tmp_path / "truth.npz", Y=Y, mu=mu)
@@ -299,9 +299,15 @@ def test_evaluate_fit_scores_held_out_cells_by_deviance_against_the_row_column_b
 
 def test_convergence_reads_the_fit_diagnostics():
     fit = {"diag_rhat_loglik": np.float64(1.2), "diag_ess_bulk_loglik": np.float64(40.0),
-           "diag_rhat_mu": np.array([1.01, np.nan, 1.3])}
+           "diag_ess_tail_loglik": np.float64(30.0), "diag_rhat_mu": np.array([1.01, np.nan, 1.3]),
+           "diag_cells": np.zeros((3, 2), np.int64), "extra_n_chains": np.int64(4)}
     assert metrics.convergence(fit) == {"rhat_loglik": 1.2, "ess_bulk_loglik": 40.0,
-                                        "rhat_mu_max": 1.3}
+                                        "ess_tail_loglik": 30.0, "rhat_mu_max": 1.3,
+                                        "n_chains": 4.0, "converged": 0.0}
+    good = {**fit, "diag_rhat_loglik": np.float64(1.005), "diag_ess_bulk_loglik": np.float64(400),
+            "diag_rhat_mu": np.array([1.01, 1.02, 1.0])}
+    assert metrics.convergence(good)["converged"] == 1.0
+    assert metrics.convergence({**good, "extra_n_chains": np.int64(3)})["converged"] == 0.0
     assert math.isnan(metrics.convergence({**fit, "diag_rhat_mu": np.array([np.nan])})
                       ["rhat_mu_max"])
 

@@ -1,6 +1,9 @@
-"""The Snakemake workflow: lint, dry runs of every config, the tiny config end to end, resume."""
+"""The Snakemake workflow: lint, dry runs of every config, the tiny config end to end, resume,
+and what a changed setting re-runs."""
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +24,7 @@ def snakemake(*args, cwd, check=True):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "NUMBA_NUM_THREADS": "1"}
     result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "workflow/Snakefile"),
+        [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
          "--directory", str(cwd), *args],
         capture_output=True, text=True, env=env, cwd=cwd,
     )
@@ -121,25 +124,33 @@ def test_claims_scorecard_is_built_and_printed(tiny_run):
 
 
 def test_snakefmt_is_clean():
-    result = subprocess.run([sys.executable, "-m", "snakefmt", "--check", str(ROOT / "workflow")],
+    result = subprocess.run([sys.executable, "-m", "snakefmt", "--check", str(ROOT / "Snakefile"),
+                             str(ROOT / "workflow")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_named_targets_come_from_the_config(tmp_path):
-    config = tmp_path / "only_s1.yaml"
-    config.write_text(yaml_without_experiments(TEST_CONFIG, keep={"s1"}))
-    assert "rule fit:" in snakemake("-n", "s1", "--configfile", str(config), cwd=tmp_path).stdout
-    result = snakemake("-n", "e3", "--configfile", str(config), cwd=tmp_path, check=False)
-    assert result.returncode != 0 and "e3" in result.stdout + result.stderr
+    assert "rule fit:" in snakemake("-n", "s1", "--configfile", TEST_CONFIG, cwd=tmp_path).stdout
+    result = snakemake("-n", "e9", "--configfile", TEST_CONFIG, cwd=tmp_path, check=False)
+    assert result.returncode != 0 and "e9" in result.stdout + result.stderr
 
 
-def yaml_without_experiments(path, keep):
+def test_a_config_the_cluster_jobs_would_read_otherwise_is_refused(tmp_path):
+    """Cluster jobs do not get --replace-workflow-config and merge config/config.yaml back in:
+    a config that the flag changes is refused, one line naming the key."""
     import yaml
 
-    config = yaml.safe_load(Path(path).read_text())
-    config["experiments"] = {k: v for k, v in config["experiments"].items() if k in keep}
-    return yaml.safe_dump(config)
+    config = yaml.safe_load(Path(TEST_CONFIG).read_text())
+    del config["experiments"]["e4"]["a0"]
+    path = tmp_path / "partial.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = snakemake("-n", "--configfile", str(path), "--replace-workflow-config", cwd=tmp_path,
+                       check=False)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("config: error:")]
+    assert result.returncode != 0 and len(errors) == 1, result.stderr[-2000:]
+    assert errors[0].startswith("config: error: experiments.e4.a0: set in ")
+    snakemake("-n", "--configfile", TEST_CONFIG, "--replace-workflow-config", cwd=tmp_path)
 
 
 BAD_CONFIGS = {
@@ -158,6 +169,30 @@ BAD_CONFIGS = {
     "unknown dataset": (
         lambda c: c["experiments"]["e3"]["truth"].update(dataset="mails"),
         "experiments.e3.truth.dataset"),
+    "a schedule every fit refuses": (
+        lambda c: c["experiments"]["s2"]["mcmc"].update(iterations=400, burnin=390, thin=20),
+        "experiments.s2.mcmc.burnin"),
+    "a degenerate prior": (lambda c: c["experiments"]["s3"].update(a0=-1), "experiments.s3.a0"),
+    "a prior rate too large": (lambda c: c["experiments"]["s3"].update(b0=1e20),
+                               "experiments.s3.b0"),
+    "too many components": (lambda c: c["experiments"]["s3"].update(components=[2**40]),
+                            "experiments.s3.components"),
+    "a pmf truth without rows": (lambda c: c["experiments"]["s1"]["truth"].pop("rows"),
+                                 "experiments.s1.truth"),
+    "one topic": (lambda c: c["experiments"]["s2"]["truth"].update(topics=1),
+                  "experiments.s2.truth.topics"),
+    "alpha that rounds to 1": (
+        lambda c: c["experiments"]["e1"]["privacy"].update(alpha=[1 - 1e-16]),
+        "experiments.e1.privacy.alpha"),
+    "bogus dataset options": (
+        lambda c: c["enron"]["datasets"]["network"].update(args="--min-total 20 --bogus"),
+        "enron.datasets.network.args"),
+    "shell in the maildir options": (lambda c: c["enron"].update(synth_args="--people 12; touch x"),
+                                     "enron.synth_args"),
+    "negative memory": (lambda c: c["experiments"]["e4"].update(mem_mb=-1),
+                        "experiments.e4.mem_mb"),
+    "no run time": (lambda c: c["experiments"]["e4"].update(runtime=0), "experiments.e4.runtime"),
+    "empty results directory": (lambda c: c.update(results=""), "results"),
 }
 
 
@@ -174,6 +209,181 @@ def test_bad_config_is_refused_before_any_job(case, tmp_path):
     text = result.stdout + result.stderr
     assert result.returncode != 0 and key in text, text[-2000:]
     assert "rule fit:" not in text
+    errors = [line for line in text.splitlines() if line.startswith("config: error: ")]
+    assert len(errors) == 1 and key in errors[0] and "Traceback" not in text, text[-2000:]
+    assert not (tmp_path / "x").exists()
+
+
+# ---- provenance: a changed setting re-runs exactly the jobs it changes -------------------
+
+JOB = re.compile(r"^(?:local)?rule (\w+):\n((?:    .*\n)*)", re.MULTILINE)
+R = "results/test"
+DOWNSTREAM = (f"{R}/tables/",)  # every change reaches the global tables and the scorecard
+
+
+def scheduled(text):
+    """(rule, first output) of every job a dry run lists; rule `all` has no output."""
+    jobs = set()
+    for rule, body in JOB.findall(text):
+        output = re.search(r"^    output: ([^,\s]+)", body, re.MULTILINE)
+        jobs.add((rule, output.group(1) if output else ""))
+    return jobs
+
+
+def experiment(exp, *parts):
+    """Jobs of one experiment whose output path contains every one of ``parts`` (or is its
+    table or figure, which read every fit)."""
+    def chosen(path):
+        if path.startswith((f"{R}/{exp}/tables/", f"{R}/{exp}/figures/")):
+            return True
+        return path.startswith(f"{R}/{exp}/") and all(p in path for p in parts)
+    return chosen
+
+
+def fits_of(exp, *parts):
+    return experiment(exp, "/fits/", *parts)
+
+
+def fits_and_metrics(exp, *parts):
+    fit, metric = experiment(exp, "/fits/", *parts), experiment(exp, "/metrics/", *parts)
+    return lambda path: fit(path) or metric(path)
+
+
+# change (extra config file, or --config words) -> jobs (predicate on the first output path)
+CHANGES = {
+    "prior": ({"s3": {"a0": 0.3}}, fits_and_metrics("s3")),
+    "iterations": ({"e4": {"mcmc": {"iterations": 44}}}, fits_and_metrics("e4")),
+    "burn-in": ({"s2": {"mcmc": {"burnin": 24}}}, fits_and_metrics("s2")),
+    "thin": ({"e1": {"mcmc": {"thin": 10}}}, fits_and_metrics("e1")),
+    "chains": ({"s2": {"mcmc": {"chains": 2}}}, fits_and_metrics("s2")),
+    "restarts": ({"v1": {"cavi": {"restarts": 2}}}, fits_and_metrics("v1", "-cavi")),
+    "fixed-truth schedule": ({"s1": {"fixed_mcmc": {"iterations": 50}}},
+                             fits_and_metrics("s1", "-fix-phi")),
+    "components": ({"s1": {"components": [2, 3]}}, fits_and_metrics("s1", "-K3/")),
+    "grid value": ({"e1": {"privacy": {"alpha": [0.9, 0.5]}}},
+                   lambda p: experiment("e1", "/alpha-0.5/")(p) and "/truth/" not in p),
+    "truth option": ({"s3": {"truth": {"shape": 0.6}}}, experiment("s3")),
+    "held-out share": ({"e4": {"heldout_fraction": 0.4}},
+                       lambda p: experiment("e4", "heldout-")(p) and "/privatized/" not in p),
+    "dataset option": (
+        {"enron": {"datasets": {"emails": {"args": "--n-docs 70 --n-words 60 --min-tokens 20 "
+                                                   "--seed 1"}}}},
+        lambda p: p.startswith((f"{R}/enron/emails", f"{R}/reference/emails", f"{R}/e2/",
+                                f"{R}/e3/"))),
+    "root seed": ({"seed": 8}, lambda p: not p.startswith(f"{R}/enron/")),
+    "replicates": ({"e1": {"replicates": 3}}, experiment("e1", "/rep2")),
+    "e0 values": ({"e1": {"truth": {"e0": [1.5, 0.75]}}}, experiment("e1", "/e0-0.75/")),
+    "concentration": ({"s2": {"privacy": {"concentration": 12}}},
+                      lambda p: experiment("s2")(p) and "/truth/" not in p),
+    "reference schedule": ({"reference": {"cavi": {"iterations": 60}}},
+                           lambda p: p.startswith((f"{R}/reference/", f"{R}/e1/", f"{R}/e2/"))),
+    "metrics option": ({"e3": {"coherence": False}}, experiment("e3", "/metrics/")),
+    "alpha by --config": (["experiments={e1: {privacy: {alpha: [0.9, 0.5]}}}"],
+                          lambda p: experiment("e1", "/alpha-0.5/")(p) and "/truth/" not in p),
+    "unchanged settings": ({"threads": 2, "s2": {"description": "renamed", "mem_mb": 900,
+                                                 "runtime": 20}}, lambda p: False),
+}
+
+
+def change_args(change, tmp_path):
+    """Snakemake options that apply ``change`` on top of the tiny config."""
+    import yaml
+
+    if isinstance(change, list):
+        return ["--configfile", TEST_CONFIG, "--config", *change]
+    top = {k: v for k, v in change.items() if k in ("seed", "threads", "enron", "reference")}
+    top["experiments"] = {k: v for k, v in change.items() if k not in top}
+    path = tmp_path / "change.yaml"
+    path.write_text(yaml.safe_dump(top))
+    return ["--configfile", TEST_CONFIG, str(path)]
+
+
+@pytest.mark.parametrize("case", list(CHANGES))
+def test_a_changed_setting_reruns_exactly_what_it_changes(case, tiny_run, tmp_path):
+    _, _, _, cwd = tiny_run
+    change, affected = CHANGES[case]
+    args = change_args(change, tmp_path)
+    every = scheduled(snakemake("-n", "--forceall", *args, cwd=cwd).stdout)
+    expected = {(rule, out) for rule, out in every if affected(out)}
+    if expected:
+        expected |= {(rule, out) for rule, out in every
+                     if rule == "all" or out.startswith(DOWNSTREAM)}
+    result = snakemake("-n", *args, cwd=cwd)
+    assert scheduled(result.stdout) == expected
+    assert expected or "Nothing to be done" in result.stdout + result.stderr
+
+
+# ---- layout: the root Snakefile and envs/ ---------------------------------------------------
+
+
+def test_env_files_are_pinned_and_install_the_repository():
+    """Every conda env file parses, pins its packages, and installs lppf from the root; every
+    `conda:` directive names one of them."""
+    import yaml
+
+    envs = sorted((ROOT / "envs").glob("*.yaml"))
+    assert envs
+    for path in envs:
+        env = yaml.safe_load(path.read_text())
+        pip = [d for d in env["dependencies"] if isinstance(d, dict)]
+        conda = [d for d in env["dependencies"] if isinstance(d, str) and d != "pip"]
+        assert conda and all(re.fullmatch(r"[\w.-]+=[\w.]+", d) for d in conda), conda
+        local = [a for p in pip for a in p["pip"] if a.startswith("-e ")]
+        assert [(path.parent / a.removeprefix("-e ")).resolve() for a in local] == [ROOT], path
+    directives = []
+    for rules in sorted((ROOT / "workflow/rules").glob("*.smk")):
+        for name in re.findall(r'^\s+conda:\n\s+"([^"]+)"', rules.read_text(), re.MULTILINE):
+            directives.append((rules.parent / name).resolve())
+    assert directives and set(directives) <= {p.resolve() for p in envs}
+
+
+def test_snakemake_from_the_root_finds_the_snakefile():
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "s1"], cwd=ROOT,
+                            capture_output=True, text=True, env=env)
+    assert result.returncode == 0 and "rule fit:" in result.stdout, result.stderr[-2000:]
+
+
+def test_an_unconfigured_target_is_refused_in_one_line(tmp_path):
+    result = snakemake("-n", "e9", "--configfile", TEST_CONFIG, cwd=tmp_path, check=False)
+    assert result.returncode != 0
+    assert ("config: error: target e9: not a configured experiment (experiments: s1, s2, s3, "
+            "e1, e2, e3, e4, v1)") in result.stderr.splitlines()
+    assert "Traceback" not in result.stderr and "No rule to produce" not in result.stderr
+
+
+# ---- numbers quoted in the docs come from the code -----------------------------------------
+
+QUOTED_COUNTS = {  # config -> pattern of its job (and fit) counts in docs/workflow.md
+    "config/config.yaml": r"The default configuration has (\d+) jobs \((\d+) fits",
+    "config/design.yaml": r"`config/design.yaml` \((\d+) jobs, (\d+) fits",
+    ".test/config/config.yaml": r"tiny `\.test` configuration\s+\((\d+) jobs",
+}
+
+
+@pytest.mark.parametrize("config", list(QUOTED_COUNTS))
+def test_job_counts_in_the_docs_are_the_dry_runs(config, tmp_path):
+    quoted = re.search(QUOTED_COUNTS[config], (ROOT / "docs/workflow.md").read_text())
+    assert quoted, QUOTED_COUNTS[config]
+    out = snakemake("-n", "--configfile", str(ROOT / config), cwd=tmp_path).stdout
+    counts = [re.search(rf"^{rule}\s+(\d+)$", out, re.MULTILINE).group(1)
+              for rule in ("total", "fit")]
+    assert list(quoted.groups()) == counts[:len(quoted.groups())]
+
+
+def test_config_strings_reach_the_shell_as_single_words(tmp_path):
+    """A results directory with a space and an ampersand, and a source URL with `&`, stay
+    single arguments in every job's command line."""
+    out = snakemake("-n", "-p", "--configfile", TEST_CONFIG, "--config", "results=my results & co",
+                    "enron={source: 'https://example.org/enron.tgz?a=1&b=2'}", cwd=tmp_path).stdout
+    commands = [line for line in out.splitlines() if "lppf " in line and "rule" not in line]
+    assert len(commands) > 50
+    for command in commands:
+        words = shlex.split(command.strip())
+        paths = [w for w in words if "results" in w and w.endswith((".npz", ".npy", ".log"))]
+        assert paths and all(w.startswith("my results & co/") for w in paths), command
+    assert any("https://example.org/enron.tgz?a=1&b=2" in shlex.split(c) for c in commands)
+
 
 
 def test_real_data_config_dry_runs_on_any_source(tmp_path):
@@ -201,7 +411,7 @@ def test_download_is_a_local_rule_that_checks_the_configured_size_and_hash(tmp_p
             "with SnakemakeApi() as api:\n"
             f"    wf = api.workflow(ResourceSettings(cores=1), ConfigSettings(configfiles="
             f"[Path({str(ROOT / 'config/config.yaml')!r})]),"
-            f" snakefile=Path({str(ROOT / 'workflow/Snakefile')!r}), workdir=Path('.'))\n"
+            f" snakefile=Path({str(ROOT / 'Snakefile')!r}), workdir=Path('.'))\n"
             "    print(sorted(wf._workflow._localrules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=tmp_path, check=True).stdout

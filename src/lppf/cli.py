@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 import lppf
-from lppf.io import InputError
 
 COMMANDS = ("privatize", "fit", "enron", "simulate", "evaluate")
 
@@ -24,6 +24,8 @@ class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are :class:`InputError` (one line, no usage block)."""
 
     def error(self, message: str):
+        from lppf.io import InputError
+
         where = self.prog.removeprefix("lppf").strip()
         raise InputError(f"{where}: {message}" if where else message)
 
@@ -52,22 +54,35 @@ def _requested(argv: Sequence[str]) -> tuple[str, ...]:
     return (first,) if first in COMMANDS else COMMANDS
 
 
+def _check_environment() -> None:
+    """``NUMBA_NUM_THREADS``, read by numba on import, must be a positive integer if set."""
+    from lppf.io import InputError
+
+    value = os.environ.get("NUMBA_NUM_THREADS")
+    if value is not None and not (value.strip().isdecimal() and int(value) >= 1):
+        raise InputError(f"environment variable NUMBA_NUM_THREADS={value!r}: expected an "
+                         "integer >= 1 (or unset it to use every cpu)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point. Bad input exits with status 2 and one line ``lppf: error: ...``."""
-    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
-    try:
+    try:  # numpy and the commands are imported in here: Ctrl-C while they load is one line
+        argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+        from lppf.io import InputError
+
+        _check_environment()
         args = build_parser(_requested(argv)).parse_args(argv)
         return int(args.func(args) or 0)
-    except InputError as exc:
-        print(f"lppf: error: {exc}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:  # first: InputError is unbound if it came during the import
+        print("lppf: interrupted", file=sys.stderr)
+        return 130
     except MemoryError:
         print("lppf: error: out of memory (the problem is too large for this machine)",
               file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("lppf: interrupted", file=sys.stderr)
-        return 130
+    except InputError as exc:
+        print(f"lppf: error: {exc}", file=sys.stderr)
+        return 2
 
 
 def run() -> None:

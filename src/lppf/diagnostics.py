@@ -7,8 +7,11 @@ Split R-hat and bulk/tail effective sample sizes of
   every saved sample, (n_chains, S) draws per cell.
 
 With one chain, its two halves are used as two chains (which are split again).
-R-hat above ``RHAT_WARN`` means the chains (or halves) disagree: a local mode or too short a
-burn-in.
+
+A fit meets the criterion of Vehtari et al. (2021) (:func:`convergence_problem` is None) when
+it ran at least ``MIN_CHAINS`` chains, the R-hat of its log likelihood is at most
+``RHAT_MAX``, the R-hat of every diagnosed cell at most ``RHAT_CELL_MAX`` and the bulk ESS of
+its log likelihood at least ``ESS_MIN``.
 
 :func:`rhat`, :func:`ess_bulk` and :func:`ess_tail` are ArviZ 0.x's ``rhat`` (method "rank")
 and ``ess`` (methods "bulk" and "tail") of Vehtari et al. (2021), "Rank-normalization,
@@ -28,7 +31,10 @@ import numpy as np
 
 N_CELLS = 16  # cells of mu whose chains are diagnosed
 CELL_SEED = 0  # the cells are the same for every fit of the same shape and mask
-RHAT_WARN = 1.05
+MIN_CHAINS = 4  # the criterion: R-hat and ESS over at least 4 chains,
+RHAT_MAX = 1.01  # split R-hat of the log likelihood at most this,
+RHAT_CELL_MAX = 1.02  # of every diagnosed cell of mu at most this,
+ESS_MIN = 400  # bulk ESS of the log likelihood at least this
 
 KEYS = ("rhat_loglik", "ess_bulk_loglik", "ess_tail_loglik", "cells", "rhat_mu",
         "ess_bulk_mu", "ess_tail_mu")
@@ -201,14 +207,36 @@ def worst_rhat(diagnostics: dict[str, np.ndarray]) -> float:
     return float(values.max()) if len(values) else float("nan")
 
 
-def warning_line(diagnostics: dict[str, np.ndarray]) -> str | None:
-    """A one-line warning when the worst R-hat exceeds ``RHAT_WARN``, else None."""
-    rhat = worst_rhat(diagnostics)
-    if not rhat > RHAT_WARN:
+def convergence_problem(diagnostics: dict[str, np.ndarray], n_chains: int) -> str | None:
+    """The first diagnostic of an MCMC fit that misses the criterion, as one phrase naming
+    it, its value and (for mu) the cell; None when the fit meets it. NaN misses."""
+    if n_chains < MIN_CHAINS:
+        return f"{n_chains} chain{'s' * (n_chains != 1)} < {MIN_CHAINS} (R-hat needs chains)"
+    r = float(diagnostics["rhat_loglik"])
+    if not r <= RHAT_MAX:
+        return f"R-hat of the log likelihood {r:.3f} > {RHAT_MAX}"
+    rhat_mu = np.asarray(diagnostics["rhat_mu"], dtype=float)
+    if len(rhat_mu):
+        i = int(np.argmax(np.where(np.isnan(rhat_mu), np.inf, rhat_mu)))
+        if not rhat_mu[i] <= RHAT_CELL_MAX:
+            row, col = np.asarray(diagnostics["cells"])[i]
+            return (f"R-hat of mu at cell (row {row}, column {col}) {rhat_mu[i]:.3f} > "
+                    f"{RHAT_CELL_MAX}")
+    ess = float(diagnostics["ess_bulk_loglik"])
+    if not ess >= ESS_MIN:
+        return f"bulk ESS of the log likelihood {ess:.0f} < {ESS_MIN}"
+    return None
+
+
+def warning_line(diagnostics: dict[str, np.ndarray], n_chains: int) -> str | None:
+    """A one-line warning when the fit misses the criterion (:func:`convergence_problem`),
+    else None."""
+    problem = convergence_problem(diagnostics, n_chains)
+    if problem is None:
         return None
-    return (f"warning: R-hat {rhat:.3f} > {RHAT_WARN} (log likelihood "
-            f"{float(diagnostics['rhat_loglik']):.3f}): the chains disagree; run longer, "
-            "more chains, or check for local modes")
+    return (f"warning: not converged: {problem} (criterion: >= {MIN_CHAINS} chains, "
+            f"R-hat <= {RHAT_MAX}, cells <= {RHAT_CELL_MAX}, bulk ESS >= {ESS_MIN}); "
+            "run longer or more chains")
 
 
 def to_inference_data(samples: dict[str, np.ndarray], loglik_CI: np.ndarray,

@@ -17,10 +17,12 @@ without scikit-learn; :data:`DEFAULTS` (from there) holds every default.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from lppf import fitting
@@ -84,11 +86,19 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
             private methods; ignored by nonprivate); None: the ``alpha`` parameter.
         mask : bool, True = held out. fix : factors held at given values, e.g.
             ``{"phi": Phi_KV}``.
+
+        Warns scikit-learn's ``ConvergenceWarning`` when an MCMC fit misses the criterion
+        of :mod:`lppf.diagnostics` or a CAVI fit stops at ``max_iter`` before ``tol``.
         """
         self._check_params()
         data = self._check_data(Y, self._alpha(alpha), mask, fix)
         validate_data(self, Y, reset=True, skip_check_array=True)
-        self._store(fitting.fit(self._model, data, self.get_params()))
+        fit = fitting.fit(self._model, data, self.get_params())
+        self._store(fit)
+        problem = fit.convergence_problem()
+        if problem is not None:
+            warnings.warn(f"{type(self).__name__} did not converge: {problem}",
+                          ConvergenceWarning, stacklevel=2)
         return self
 
     def _alpha(self, alpha: Any) -> Any:

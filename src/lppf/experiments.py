@@ -2,18 +2,26 @@
 
 An experiment crosses truth settings (``e0`` values x held-out settings), privacy grid
 points, replicates, methods, inference algorithms, numbers of components and fixed-truth
-diagnostics; every fit is a dict of the workflow's wildcards. The same module checks the
-config's cross-field rules (what a JSON schema cannot say) before any job runs.
+diagnostics; every fit is a dict of the workflow's wildcards. The same module checks a config
+before any job runs: what a JSON schema cannot say, every fit's settings with the check of
+``lppf fit`` and the API (:func:`lppf.fitting.check_settings`), and every job's ``lppf``
+command line with that command's own parser.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
-from collections.abc import Mapping
+import shlex
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lppf.fitting import DEFAULTS
+import numpy as np
+
+from lppf.fitting import DEFAULTS, check_settings
+from lppf.io import InputError
 from lppf.results import INFERENCES, METHODS, MODELS, PRIVATE_METHODS
+from lppf.validation import PRIOR_RANGE
 
 # privacy grid kind -> prefix of its grid point names (alpha-0.5, epsn-1, ...)
 GRID_PREFIX = {"alpha": "alpha", "eps_n": "epsn", "eps_mean": "epsmean", "beta_mean": "beta"}
@@ -28,7 +36,11 @@ FIGURE_FITS = {"topics": "free", "blocks": "free", "posterior_y": "posterior",
 # the options of `lppf fit` that an iteration setting maps to, and the inference using each
 RUN_OPTIONS = {"mcmc": ("iterations", "burnin", "thin", "chains"),
                "cavi": ("iterations", "tol", "restarts")}
+# config key of each fit setting (lppf.fitting.DEFAULTS) that differs from it
+CONFIG_KEY = {"max_iter": "iterations", "n_chains": "chains", "n_components": "components"}
 DATASET_KINDS = ("rescale", "data")
+# truth keys that are not options of `lppf simulate KIND`
+TRUTH_NOT_OPTIONS = ("kind", "e0", "dataset", "reference_components")
 
 
 class ConfigError(ValueError):
@@ -36,8 +48,95 @@ class ConfigError(ValueError):
 
 
 def fmt(value: float) -> str:
-    """A number as it appears in file names: 0.5, 1, 2.5."""
-    return f"{value:g}"
+    """A number as it appears in file names, to 6 significant digits and never in exponent
+    notation: 0.5, 1, 2.5, 0.00001, 1000000."""
+    return np.format_float_positional(float(f"{float(value):.6g}"), trim="-")
+
+
+def typed(value: Any) -> Any:
+    """A ``--config`` value with the numbers and booleans inside it parsed as YAML would
+    (Snakemake leaves nested values strings: ``alpha: [0.3]`` arrives as ``['0.3']``)."""
+    if isinstance(value, dict):
+        return {k: typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    if isinstance(value, str):
+        for parse in (int, float):
+            try:
+                return parse(value)
+            except ValueError:
+                pass
+        return {"true": True, "false": False, "null": None}.get(value.lower(), value)
+    return value
+
+
+def merge(base: dict, update: Mapping) -> dict:
+    """``base`` updated by ``update``, nested mappings key by key (as Snakemake merges)."""
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+def check_alone(config: Mapping[str, Any], default: str, configfiles: Iterable) -> None:
+    """Refuse a config that ``--replace-workflow-config`` changes: Snakemake does not pass that
+    flag to the jobs of a cluster run, which merge the ``default`` file back in (Snakemake's
+    rule for ``--configfile``) and would compute with other settings than the plan shows."""
+    import yaml
+
+    with open(default) as f:
+        merged = yaml.safe_load(f) or {}
+    merge(merged, config)
+    key = _first_difference(merged, config, "")
+    if key is not None:
+        names = ", ".join(str(p) for p in configfiles)
+        raise ConfigError(f"{key}: set in {default} but not in {names}; cluster jobs do not get "
+                          "--replace-workflow-config and would merge it back in: set the key "
+                          "(or extend the default without the flag)")
+
+
+def _first_difference(a: Any, b: Any, path: str) -> str | None:
+    """The first key path where nested dicts ``a`` and ``b`` differ (None: equal)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in a:
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in b:
+                return sub
+            found = _first_difference(a[key], b[key], sub)
+            if found is not None:
+                return found
+        return None
+    return None if a == b else path or "config"
+
+
+def schema_error(config: Mapping[str, Any], schema_path: str) -> str:
+    """The first thing the config schema refuses in ``config``, as one line naming the key."""
+    import jsonschema
+    import yaml
+
+    with open(schema_path) as f:
+        schema = yaml.safe_load(f)
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if error is None:
+        return "the config does not match the schema"
+    key = ".".join(map(str, error.absolute_path))
+    message = " ".join(error.message.split())
+    return f"{key}: {message}" if key else message
+
+
+def truth_args(spec: Mapping[str, Any], e0: float | None) -> str:
+    """Options of `lppf simulate KIND` for the truth of ``spec`` (without its seed and files);
+    a rescaled truth takes the reference fit as its first argument."""
+    truth = spec["truth"]
+    if truth["kind"] == "rescale":
+        top = f" --components {truth['components']}" if truth.get("components") else ""
+        return f"rescale --model {spec['model']} --e0 {e0} --f0 {truth['f0']}{top}"
+    options = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in truth.items()
+                       if k not in TRUTH_NOT_OPTIONS)
+    return f"{truth['kind']} {options}"
 
 
 def settings(spec: Mapping[str, Any]) -> dict[str, dict]:
@@ -126,23 +225,137 @@ def reference_args(config: Mapping[str, Any]) -> str:
 
 
 def _check_run(where: str, run: Mapping[str, Any] | None, inference: str) -> None:
-    run = run or {}
-    for key in run:
+    for key in run or {}:
         if key not in RUN_OPTIONS[inference]:
             raise ConfigError(f"{where}.{key}: not an option of {inference} fits "
                               f"(one of {', '.join(RUN_OPTIONS[inference])})")
-    if inference == "mcmc":
-        burnin = run.get("burnin", DEFAULTS["burnin"])
-        iterations = run.get("iterations", DEFAULTS["max_iter"])
-        if burnin >= iterations:
-            raise ConfigError(f"{where}.burnin: {burnin} must be below iterations {iterations}")
+
+
+def fit_params(run: Mapping[str, Any], inference: str, **settings: Any) -> dict[str, Any]:
+    """The settings of one fit (the keys of :data:`lppf.fitting.DEFAULTS`) from a config's
+    iteration settings ``run``, as `lppf fit` gets them (left out: the defaults)."""
+    params = {**DEFAULTS, "inference": inference, **settings}
+    for name in ("max_iter", "burnin", "thin", "n_chains", "tol", "restarts"):
+        key = CONFIG_KEY.get(name, name)
+        if key in RUN_OPTIONS[inference] and run.get(key) is not None:
+            params[name] = run[key]
+    return params
+
+
+def _check_fit(where: str, section: str, params: dict[str, Any]) -> None:
+    """Refuse settings that `lppf fit` would refuse (the same check, one line naming the key)."""
+    try:
+        check_settings(params)
+    except InputError as exc:
+        key = CONFIG_KEY.get(exc.param, exc.param)
+        path = f"{where}.{section}.{key}" if key in RUN_OPTIONS["mcmc"] + RUN_OPTIONS["cavi"] \
+            else f"{where}.{key}"
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def check_fits(where: str, spec: Mapping[str, Any]) -> None:
+    """Check the settings of every distinct fit of an experiment as `lppf fit` would."""
+    prior = {k: spec[k] for k in ("a0", "b0") if spec.get(k) is not None}
+    fixes = [""] + (["-fix"] if spec.get("fix_truth") or spec.get("fixed_mcmc") else [])
+    for inference, fix, K, method in itertools.product(
+            spec["inference"], fixes, spec["components"], spec["methods"]):
+        section = "fixed_mcmc" if fix and inference == "mcmc" and spec.get("fixed_mcmc") \
+            else inference
+        run = run_settings(spec, inference, fix)
+        _check_fit(where, section, fit_params(run, inference, method=method, n_components=K,
+                                              **prior))
+
+
+def _check_levels(where: str, kind: str, values: list[float]) -> None:
+    """Privacy levels as written in file names must be distinct and valid levels."""
+    if len({fmt(v) for v in values}) != len(values):
+        raise ConfigError(f"{where}.privacy.{kind}: levels {values} repeat once "
+                          f"written as labels ({', '.join(fmt(v) for v in values)})")
+    for v in values:
+        if kind in ("alpha", "beta_mean") and not 0 <= float(fmt(v)) < 1:
+            raise ConfigError(f"{where}.privacy.{kind}: level {v!r} is written {fmt(v)} in "
+                              "file names; levels must stay below 1 to 6 digits")
+
+
+def _parse(where: str, argv: list[str]) -> None:
+    """Refuse a job's `lppf` command line that the command's own parser would refuse."""
+    from lppf.cli import build_parser
+
+    try:
+        build_parser((argv[0],)).parse_args(argv)
+    except InputError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _words(where: str, text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {text!r}: {exc}") from None
+
+
+def noise_args(spec: Mapping[str, Any], grid: str) -> tuple[str, str]:
+    """Options of `lppf privatize` and of `lppf simulate noise-level` (empty: no such job)
+    for one privacy grid point; per-row levels are read from the noise-level file."""
+    kind, value = grids(spec)[grid]
+    if kind == "alpha":
+        return f"--alpha {value}", ""
+    if kind == "eps_n":
+        return f"--epsilon {value} --precision 1", ""
+    if kind == "eps_mean":
+        return "", f"--epsilon {value}"
+    return "", f"--beta-mean {value} --concentration {spec['privacy']['concentration']}"
+
+
+def _check_gammas(where: str, spec: Mapping[str, Any]) -> None:
+    """Gamma shapes and rates of a truth, and the Beta concentration, within the range that
+    lppf accepts for priors (outside it the draws are degenerate: all zero or overflowing)."""
+    low, high = PRIOR_RANGE
+    values = {f"truth.{k}": spec["truth"].get(k) for k in ("shape", "rate")}
+    values["privacy.concentration"] = spec["privacy"].get("concentration")
+    for key, value in values.items():
+        if isinstance(value, int | float) and not low <= value <= high:
+            raise ConfigError(f"{where}.{key}: {value:g} lies outside [{low:g}, {high:g}] "
+                              "(degenerate draws)")
+
+
+def check_commands(config: Mapping[str, Any]) -> None:
+    """Parse every distinct `lppf simulate`, `privatize` and `enron` command line of the
+    config with the command's own parser: options a job would refuse are refused now."""
+    enron = config.get("enron", {})
+    if enron.get("source", "synthetic") == "synthetic":
+        where = "enron.synth_args"
+        _parse(where, ["enron", "synth-maildir", "OUT", "--seed", str(enron.get("synth_seed", 0)),
+                       *_words(where, enron.get("synth_args", ""))])
+    for name, dataset in enron.get("datasets", {}).items():
+        where = f"enron.datasets.{name}.args"
+        _parse(where, ["enron", dataset.get("command", "network"), "IN", "OUT",
+                       *_words(where, dataset.get("args", "")), "--quiet"])
+    for exp, spec in config["experiments"].items():
+        source = ["REF"] if spec["truth"]["kind"] == "rescale" else []
+        if spec["truth"]["kind"] not in DATASET_KINDS or source:
+            for e0 in {s["e0"] for s in settings(spec).values()}:
+                _parse(f"experiments.{exp}.truth", ["simulate", *truth_args(spec, e0).split(),
+                                                    "--seed", "0", *source, "OUT"])
+        for grid in grids(spec):
+            privatize, noise_level = noise_args(spec, grid)
+            where = f"experiments.{exp}.privacy"
+            _parse(where, ["privatize", "IN", "OUT", *privatize.split(), "--seed", "0"]
+                   + (["--alpha", "ALPHA.npy"] if noise_level else []))
+            if noise_level:
+                _parse(where, ["simulate", "noise-level", "IN", "OUT", *noise_level.split()])
 
 
 def check_config(config: Mapping[str, Any], experiments: list[str] | None = None) -> None:
     """Cross-field rules of a (schema-validated) config; raises :class:`ConfigError`."""
     datasets = config.get("enron", {}).get("datasets", {})
+    reference = config.get("reference", {})
     for inference in INFERENCES:
-        _check_run(f"reference.{inference}", config.get("reference", {}).get(inference), inference)
+        _check_run(f"reference.{inference}", reference.get(inference), inference)
+    if reference.get("inference"):
+        inference = reference["inference"]
+        _check_fit("reference", inference, fit_params(reference.get(inference) or {}, inference,
+                                                      method="nonprivate"))
     for exp, spec in config["experiments"].items():
         where = f"experiments.{exp}"
         if spec["model"] not in MODELS:
@@ -155,10 +368,7 @@ def check_config(config: Mapping[str, Any], experiments: list[str] | None = None
         if len(kinds) != 1:
             raise ConfigError(f"{where}.privacy: exactly one of {', '.join(GRID_PREFIX)} "
                               f"must be given (found {', '.join(kinds) or 'none'})")
-        values = spec["privacy"][kinds[0]]
-        if len({fmt(v) for v in values}) != len(values):
-            raise ConfigError(f"{where}.privacy.{kinds[0]}: levels {values} repeat once "
-                              f"written as labels ({', '.join(fmt(v) for v in values)})")
+        _check_levels(where, kinds[0], spec["privacy"][kinds[0]])
         e0 = spec["truth"].get("e0") or []
         if len({fmt(v) for v in e0}) != len(e0):
             raise ConfigError(f"{where}.truth.e0: values {e0} repeat once written as labels")
@@ -174,11 +384,12 @@ def check_config(config: Mapping[str, Any], experiments: list[str] | None = None
         for inference in ("mcmc", "cavi"):
             _check_run(f"{where}.{inference}", spec.get(inference), inference)
         _check_run(f"{where}.fixed_mcmc", spec.get("fixed_mcmc"), "mcmc")
-        merged = run_settings(spec, "mcmc", "-fix")
-        _check_run(f"{where}.fixed_mcmc", merged, "mcmc")
+        check_fits(where, spec)
+        _check_gammas(where, spec)
         if spec.get("figure_grid") and spec["figure_grid"] not in grids(spec):
             raise ConfigError(f"{where}.figure_grid: {spec['figure_grid']!r} is not a grid "
                               f"point ({', '.join(grids(spec))})")
+    check_commands(config)
     for exp in experiments or []:
         if exp not in config["experiments"]:
             raise ConfigError(f"experiments.{exp}: not in the config "

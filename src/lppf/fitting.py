@@ -134,6 +134,32 @@ class Fit:
         out["config"] = np.array(json.dumps(settings, sort_keys=True))
         return out
 
+    def convergence_problem(self) -> str | None:
+        """Why the fit is not to be trusted, as one phrase, or None: an MCMC fit that misses
+        the criterion (:func:`lppf.diagnostics.convergence_problem`), a CAVI fit stopped at
+        ``max_iter`` before ``tol``."""
+        r = self.result
+        if r.diagnostics:
+            from lppf.diagnostics import convergence_problem
+
+            return convergence_problem(r.diagnostics, int(r.extra["n_chains"]))
+        tol = float(self.params["tol"])
+        if tol > 0 and not r.extra.get("converged", True):
+            return (f"CAVI stopped at max_iter {r.n_iter} before the relative change of "
+                    f"mu_hat fell below tol {tol:g}")
+        return None
+
+    def warning_line(self) -> str | None:
+        """One line for the user when :meth:`convergence_problem` finds one, else None."""
+        problem = self.convergence_problem()
+        if problem is None:
+            return None
+        if self.result.diagnostics:
+            from lppf.diagnostics import warning_line
+
+            return warning_line(self.result.diagnostics, int(self.result.extra["n_chains"]))
+        return f"warning: not converged: {problem}; raise max_iter"
+
     def to_inference_data(self):
         """The MCMC samples as an ``arviz.InferenceData``
         (:func:`lppf.diagnostics.to_inference_data`)."""

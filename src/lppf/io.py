@@ -6,13 +6,17 @@ the file and the key. Every output is written atomically: to a temporary file be
 target, then renamed onto it, so a reader sees the old file or the new one, never half of
 one. Outputs get the mode a plain ``open`` would give (the umask's for a new file, the old
 mode when a file is replaced). An output that is a symbolic link is written through: the
-file it points to is replaced and the link stays. The temporary file is removed on any
-error, on ``SIGINT`` and on ``SIGTERM``/``SIGHUP`` (the process then exits with status
-128 + the signal number).
+file it points to is replaced and the link stays. Only regular files are written: an output
+that is a directory, a FIFO, a device or a socket, or a name ending in ``/``, is refused.
+Several outputs of one command are renamed together with the termination signals held back,
+so they appear all or none. The temporary files (and any directories made for them) are
+removed on any error, on ``SIGINT`` and on ``SIGTERM``/``SIGHUP`` (the process then exits
+with status 128 + the signal number).
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -64,7 +68,11 @@ def _missing(path: Path, what: str = "") -> InputError:
     where = f" ({what})" if what else ""
     if path.is_dir():
         return InputError(f"{path}: is a directory, expected a file{where}")
-    return InputError(f"{path}: no such file{where}")
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return InputError(f"{path}: no such file{where}")
+    return InputError(f"{path}: is {_kind(mode)}, expected a regular file{where}")
 
 
 def _open(path: Path, what: str = "") -> IO[bytes]:
@@ -212,12 +220,57 @@ def _umask() -> int:
     return mask
 
 
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _name_max(directory: Path) -> int:
+    """The longest file name (bytes) the file system of ``directory`` (or its first existing
+    ancestor) accepts."""
+    for d in (directory, *directory.parents):
+        try:
+            return os.pathconf(d, "PC_NAME_MAX")
+        except (OSError, ValueError):
+            continue
+    return 255  # pragma: no cover - no ancestor readable
+
+
+def _check_name(path: Path) -> None:
+    """Refuse a path with a component longer than the file system allows."""
+    for part in reversed(path.parts):
+        size, limit = len(os.fsencode(part)), _name_max(path.parent)
+        if size > limit:
+            raise InputError(f"{_short(path)}: the name {_short(part)!r} is {size} bytes long, "
+                             f"more than the {limit} the file system allows")
+
+
+def _short(text: Any, keep: int = 60) -> str:
+    text = str(text)
+    return text if len(text) <= keep else f"{text[:keep]}..."
+
+
 def _target(path: PathLike) -> Path:
-    """The file to replace: ``path``, or the file a symbolic link at ``path`` points to."""
-    path = Path(path)
+    """The regular file to replace (or create): ``path``, or the file a symbolic link at
+    ``path`` points to. Directories, FIFOs, devices, sockets, a name ending in ``/`` and names
+    longer than the file system allows are refused."""
+    text = os.fspath(path)
+    if not text or text.endswith(os.sep):
+        raise InputError(f"{text!r}: names a directory, expected a file name")
+    path = Path(text)
+    _check_name(path)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    if target.is_dir():
-        raise InputError(f"{path}: is a directory, cannot write a file there")
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise InputError(f"{path}: is {_kind(mode)}, not a regular file: cannot write a file "
+                         "there")
     return target
 
 
@@ -234,12 +287,42 @@ def check_output(path: PathLike) -> None:
         raise InputError(f"{path}: cannot write ({exc.strerror or _reason(exc)})") from None
 
 
-def _stage(path: PathLike, write: Callable[[IO[bytes]], None]) -> tuple[Path, Path]:
-    """Write a temporary file beside ``path``'s target; return (temporary, target)."""
+def make_parents(directory: Path) -> list[Path]:
+    """Create ``directory`` and its missing ancestors; return those created, deepest first."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    existing = next((d for d in (directory, *directory.parents) if d.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, f"{existing} is not a directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def remove_empty(created: Sequence[Path]) -> None:
+    """Remove directories made for outputs that were not written (those still empty),
+    deepest first."""
+    for d in sorted(created, key=lambda d: -len(d.parts)):
+        try:
+            d.rmdir()
+        except OSError:
+            break
+
+
+def _temporary(target: Path) -> tuple[int, str]:
+    """A new temporary file beside ``target``: ``.NAME.XXXXXXXX.tmp``, or ``.lppf.XXXXXXXX.tmp``
+    when NAME is too long for that (names up to the file system's limit stay writable)."""
+    long = len(os.fsencode(target.name)) + 14 > _name_max(target.parent)
+    prefix = ".lppf." if long else f".{target.name}."
+    return tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=target.parent)
+
+
+def _stage(path: PathLike, write: Callable[[IO[bytes]], None],
+           created: list[Path]) -> tuple[Path, Path]:
+    """Write a temporary file beside ``path``'s target; return (temporary, target). Directories
+    made on the way are appended to ``created``."""
     target = _target(path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        created.extend(make_parents(target.parent))
+        fd, tmp = _temporary(target)
     except OSError as exc:
         raise InputError(f"{path}: cannot write ({exc.strerror or _reason(exc)})") from None
     try:
@@ -258,19 +341,62 @@ def _stage(path: PathLike, write: Callable[[IO[bytes]], None]) -> tuple[Path, Pa
     return Path(tmp), target
 
 
+_HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP back until the block ends, then act on them as their
+    handlers would have. Python runs signal handlers in the main thread only, so elsewhere
+    this holds nothing back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
+                for sig in _HELD}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        for sig in dict.fromkeys(caught):
+            signal.raise_signal(sig)
+
+
+def _publish(staged: Sequence[tuple[Path, Path]]) -> None:
+    """Rename every temporary file onto its target with termination signals held back, so
+    that a signal acts before the first rename or after the last. A target that became
+    something other than a regular file meanwhile is refused before any rename."""
+    with _signals_held():
+        for _, target in staged:
+            _target(target)
+        for tmp, target in staged:
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                raise InputError(f"{target}: cannot write ({exc.strerror or _reason(exc)})"
+                                 ) from None
+
+
 def write_files(files: Sequence[tuple[PathLike, Callable[[IO[bytes]], None]]]) -> None:
     """Write several files all or nothing: each ``write(fh)`` fills one temporary file; only
-    when all succeeded are they renamed onto their targets."""
+    when all succeeded are they renamed onto their targets, with termination signals held
+    back meanwhile. Directories created for them are removed again on failure."""
     staged: list[tuple[Path, Path]] = []
+    created: list[Path] = []
+    done = False
     with _cleanup_on_termination():
         try:
             for path, write in files:
-                staged.append(_stage(path, write))
-            for tmp, target in staged:
-                os.replace(tmp, target)
+                staged.append(_stage(path, write, created))
+            _publish(staged)
+            done = True
         finally:
             for tmp, _ in staged:
                 tmp.unlink(missing_ok=True)
+            if not done:
+                remove_empty(created)
 
 
 def _npz_payload(arrays: Mapping[str, Any]) -> dict[str, Any]:
@@ -312,5 +438,6 @@ def write_text(path: PathLike, text: str) -> None:
 
 
 __all__ = ["COUNT_LIMIT", "SEED_LIMIT", "InputError", "as_count_matrix", "check_output",
-           "check_seed", "load_json_entry", "load_npy", "load_npz", "npz_writer", "require_key",
+           "check_seed", "load_json_entry", "load_npy", "load_npz", "make_parents", "npz_writer",
+           "remove_empty", "require_key",
            "save_npy", "save_npz", "text_writer", "write_files", "write_text"]

@@ -13,33 +13,57 @@ to ``Y`` is accepted, a 1-d array always meaning one value per row.
 
 from __future__ import annotations
 
+import numbers
 import os
 
 import numpy as np
 
-from lppf.io import InputError, as_count_matrix
+from lppf.io import InputError, as_count_matrix, check_seed
 
 _U53 = 2.0**-53
 
 
 def _check_positive(value, name: str) -> np.ndarray:
-    value = np.asarray(value, dtype=float)
+    value = real_array(value, name)
     bad = ~(np.isfinite(value) & (value > 0))
     if np.any(bad):
         raise InputError(f"{name} must be finite and > 0, got {float(value[bad].flat[0])!r}")
     return value
 
 
-def check_alpha(alpha, shape: tuple[int, ...] | None = None, name: str = "alpha") -> np.ndarray:
-    """Validate ``alpha`` (finite, in [0, 1)); if ``shape`` is given, also check that it
-    broadcasts to ``shape`` and return a 1-d ``alpha`` as a column (one value per row)."""
+# The largest alpha whose noise stays within the count limit: P(|tau| >= 2**31) =
+# 2 alpha^(2**31) / (1 + alpha) <= exp(-32) per cell.
+ALPHA_MAX = 1.0 - 2.0**-26
+
+
+def real_array(value, name: str) -> np.ndarray:
+    """``value`` as a float array if it holds real numbers only (no bools, complex numbers or
+    strings), else one line naming ``name``."""
     try:
-        alpha = np.asarray(alpha, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(f"{name}: expected numbers, got {alpha!r}") from None
+        array = np.asarray(value)
+        if array.dtype.kind == "O" and all(
+                isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
+                for v in array.flat):
+            array = array.astype(float)
+    except (TypeError, ValueError, OverflowError):
+        array = None
+    if array is None or array.dtype.kind not in "iuf":
+        what = type(value).__name__ if array is None else f"dtype {array.dtype}"
+        raise InputError(f"{name}: expected numbers (real, not bool or text), got {what}")
+    return array.astype(float)
+
+
+def check_alpha(alpha, shape: tuple[int, ...] | None = None, name: str = "alpha") -> np.ndarray:
+    """Validate ``alpha`` (real, finite, in [0, ALPHA_MAX]); if ``shape`` is given, also check
+    that it broadcasts to ``shape`` and return a 1-d ``alpha`` as a column (one value per
+    row). Above ALPHA_MAX the noise would exceed the count limit 2**31."""
+    alpha = real_array(alpha, name)
     bad = ~(np.isfinite(alpha) & (alpha >= 0) & (alpha < 1))
     if np.any(bad):
         raise InputError(f"{name} must lie in [0, 1), got {float(alpha[bad].flat[0])!r}")
+    if np.any(alpha > ALPHA_MAX):
+        raise InputError(f"{name} = {float(alpha.max())!r} is too close to 1: its noise would "
+                         f"exceed the count limit 2**31 (at most 1 - 2**-26)")
     if shape is None:
         return alpha
     if alpha.ndim == 1:
@@ -99,6 +123,15 @@ def _geometric_secure(alpha: np.ndarray) -> np.ndarray:
     return out
 
 
+def _generator(rng) -> np.random.Generator:
+    """A numpy Generator from ``rng``: None (fresh), a Generator (or BitGenerator,
+    SeedSequence), or a seed in [0, 2**63)."""
+    if rng is None or isinstance(rng, np.random.Generator | np.random.BitGenerator
+                                 | np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    return np.random.default_rng(check_seed(rng, "rng"))
+
+
 def privatize(Y, alpha, rng=None, secure: bool = False) -> np.ndarray:
     """Return ``Y + tau`` (dense int64, may be negative), ``tau ~ 2Geo(alpha)`` iid per cell.
 
@@ -121,6 +154,6 @@ def privatize(Y, alpha, rng=None, secure: bool = False) -> np.ndarray:
         alpha = np.ascontiguousarray(np.broadcast_to(alpha, Y.shape))
         tau = _geometric_secure(alpha) - _geometric_secure(alpha)
     else:
-        rng = np.random.default_rng(rng)
+        rng = _generator(rng)
         tau = _geometric_seeded(rng, alpha, Y.shape) - _geometric_seeded(rng, alpha, Y.shape)
     return Y + tau

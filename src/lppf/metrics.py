@@ -317,8 +317,17 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
 
 def convergence(fit) -> dict[str, float]:
     """MCMC diagnostics of a fit (its ``diag_*`` arrays, :mod:`lppf.diagnostics`): split R-hat
-    and bulk ESS of the log-likelihood trace, the largest R-hat over the diagnosed cells of mu."""
+    and bulk and tail ESS of the log-likelihood trace, the largest R-hat over the diagnosed
+    cells of mu, the number of chains and ``converged`` (1.0 when the fit meets the
+    criterion of :func:`lppf.diagnostics.convergence_problem`, else 0.0)."""
+    from lppf.diagnostics import convergence_problem
+
     rhat_mu = np.asarray(fit["diag_rhat_mu"], dtype=float)
+    diagnostics = {k[len("diag_"):]: fit[k] for k in fit if k.startswith("diag_")}
+    n_chains = int(fit["extra_n_chains"]) if "extra_n_chains" in fit else 1
     return {"rhat_loglik": float(fit["diag_rhat_loglik"]),
             "ess_bulk_loglik": float(fit["diag_ess_bulk_loglik"]),
-            "rhat_mu_max": float(np.nanmax(rhat_mu)) if np.isfinite(rhat_mu).any() else math.nan}
+            "ess_tail_loglik": float(fit.get("diag_ess_tail_loglik", math.nan)),
+            "rhat_mu_max": float(np.nanmax(rhat_mu)) if np.isfinite(rhat_mu).any() else math.nan,
+            "n_chains": float(n_chains),
+            "converged": float(convergence_problem(diagnostics, n_chains) is None)}

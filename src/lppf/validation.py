@@ -9,13 +9,14 @@ through them and the inference backends trust what they return. Every refusal is
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from typing import Any
 
 import numpy as np
 
 from lppf.io import COUNT_LIMIT, InputError, as_count_matrix, check_seed
-from lppf.mechanisms import check_alpha
+from lppf.mechanisms import check_alpha, real_array
 from lppf.results import INFERENCES, METHODS, MODELS, PRIVATE_METHODS, FitData
 
 PRIOR_RANGE = (1e-8, 1e8)  # gamma prior shapes and rates outside it are degenerate
@@ -38,6 +39,10 @@ def _prior(name: str, value: Any) -> None:
 
 
 def _float(name: str, value: Any, allow_zero: bool = False) -> float:
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise InputError(f"{name} must be a real number, got {value!r}", name)
     try:
         value = float(value)
     except (TypeError, ValueError, OverflowError):
@@ -124,9 +129,9 @@ def _fix(model: str, fix: dict | None, shape: tuple[int, int],
             raise InputError(f"fix: unknown factor {name!r} (choose from "
                              f"{', '.join(expected)})", f"fix_{name}")
         try:
-            value = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputError(f"fix[{name!r}]: expected numbers", f"fix_{name}") from None
+            value = real_array(value, f"fix[{name!r}]")
+        except InputError as exc:
+            raise InputError(str(exc), f"fix_{name}") from None
         if value.shape != expected[name]:
             raise InputError(f"fix[{name!r}]: shape {value.shape}, expected {expected[name]}",
                              f"fix_{name}")
@@ -153,6 +158,11 @@ def _check_memory(model: str, shape: tuple[int, int], n_components: int, n_saved
         have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):  # pragma: no cover - not on POSIX
         return
+    if need > have and 8.0 * per_sample * 9 <= have:  # one sample fits: too many are kept
+        raise InputError(f"max_iter, burnin and thin keep {n_saved} samples, about "
+                         f"{need / 2**30:.3g} GiB for a {shape[0]} x {shape[1]} matrix with "
+                         f"n_components = {n_components}, more than this machine's "
+                         f"{have / 2**30:.3g} GiB: raise thin or lower max_iter", "max_iter")
     if need > have:
         raise InputError(f"n_components = {n_components} needs about {need / 2**30:.3g} GiB "
                          f"for the factors of a {shape[0]} x {shape[1]} matrix, more than "

@@ -7,8 +7,8 @@
 #
 # Environment (all optional):
 #   LPPF_SLURM_CONFIGFILE  configuration to run            (default: .test/config/config.yaml)
-#   LPPF_SLURM_SNAKEFILE   workflow to run                 (default: workflow/Snakefile)
-#   LPPF_SLURM_TARGETS     targets (default: "e4 v1": Enron pipeline, both models, MCMC and
+#   LPPF_SLURM_SNAKEFILE   workflow to run                 (default: Snakefile)
+#   LPPF_SLURM_TARGETS     targets (default: "s1 e4 v1": Enron pipeline, both models, MCMC and
 #                          CAVI, about 30 Slurm jobs; "all": the whole configuration, which
 #                          needs LPPF_SLURM_TIMEOUT=3600)
 #   LPPF_SLURM_TIMEOUT     seconds allowed per Snakemake run (default: 1200)
@@ -22,7 +22,7 @@ CODE=$REPO  # the code that runs: the repository or a snapshot of it
 CONFIGFILE=${LPPF_SLURM_CONFIGFILE:+$(realpath -m "$LPPF_SLURM_CONFIGFILE")}
 SNAKEFILE=${LPPF_SLURM_SNAKEFILE:+$(realpath -m "$LPPF_SLURM_SNAKEFILE")}
 TIMEOUT=${LPPF_SLURM_TIMEOUT:-1200}
-read -r -a TARGETS <<<"${LPPF_SLURM_TARGETS:-e4 v1}"
+read -r -a TARGETS <<<"${LPPF_SLURM_TARGETS:-s1 e4 v1}"
 PIDFILE=/run/lppf-local-slurm.pids  # "pid name" of every daemon this script started
 SLURM_CONF=/etc/slurm/slurm.conf
 MARK="# Throwaway test cluster written by lppf tests/cluster/local_slurm.sh"
@@ -183,7 +183,7 @@ start_slurm() {
 snapshot_code() {
   CODE=$WORK/code
   mkdir -p "$CODE"
-  tar -C "$REPO" --exclude=__pycache__ -cf - src workflow config .test | tar -C "$CODE" -xf -
+  tar -C "$REPO" --exclude=__pycache__ -cf - src workflow envs Snakefile config .test | tar -C "$CODE" -xf -
   export PYTHONPATH=$CODE/src${PYTHONPATH:+:$PYTHONPATH}
   say "running a snapshot of the code: $CODE"
 }
@@ -202,7 +202,7 @@ run_workflow() {
   ln -sfn "$CODE/config" "$wd/config"
   # In the background, so that a signal to this script is handled at once (see teardown).
   timeout -s KILL "$TIMEOUT" snakemake "${TARGETS[@]}" --snakefile "$SNAKEFILE" --directory "$wd" \
-    --configfile "$CONFIGFILE" --replace-workflow-config "$@" >"$wd.log" 2>&1 &
+    --configfile "$CONFIGFILE" "$@" >"$wd.log" 2>&1 &
   RUNNING=$!
   if ! wait "$RUNNING"; then
     RUNNING=""
@@ -248,7 +248,7 @@ main() {
   chmod 0755 "$WORK"
   if [[ ${LPPF_SLURM_SNAPSHOT:-0} == 1 ]]; then snapshot_code; fi
   CONFIGFILE=${CONFIGFILE:-$CODE/.test/config/config.yaml}
-  SNAKEFILE=${SNAKEFILE:-$CODE/workflow/Snakefile}
+  SNAKEFILE=${SNAKEFILE:-$CODE/Snakefile}
   [[ -f $CONFIGFILE ]] || fail "configuration not found: $CONFIGFILE"
   [[ -f $SNAKEFILE ]] || fail "workflow not found: $SNAKEFILE"
   say "config $CONFIGFILE, targets: ${TARGETS[*]}, scratch $WORK"

@@ -1,19 +1,44 @@
 """Config validation, the experiment grid (lppf.experiments), seeds, input functions."""
 
 import os
+import shlex
 import sys
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from lppf import experiments as grid
 from lppf.results import INFERENCES, METHODS, MODELS, PRIVATE_METHODS
 from lppf.synthetic import derive_seed
 
-validate(config, "../schemas/config.schema.yaml")
+# --config values as typed (Snakemake leaves numbers inside nested values strings)
+grid.merge(config, grid.typed(dict(workflow.config_settings.config)))
+if workflow.config_settings.replace_workflow_config:
+    try:
+        grid.check_alone(
+            config,
+            os.path.join(workflow.basedir, "config/config.yaml"),
+            workflow.config_settings.configfiles,
+        )
+    except grid.ConfigError as exc:
+        sys.exit(f"config: error: {exc}")
+SCHEMA = os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml")
 try:
+    validate(config, SCHEMA)
     grid.check_config(config)
+except WorkflowError:
+    sys.exit(f"config: error: {grid.schema_error(config, SCHEMA)}")
 except grid.ConfigError as exc:
     sys.exit(f"config: error: {exc}")
+
+
+def refuse_target(wildcards):
+    """Input of a target that names no rule, file or configured experiment: exit, one line."""
+    sys.exit(
+        f"config: error: target {wildcards.target}: not a configured experiment "
+        f"(experiments: {', '.join(EXPERIMENTS)})"
+    )
+
 
 R = config["results"]
 EXPERIMENTS = config["experiments"]
@@ -32,6 +57,11 @@ wildcard_constraints:
     fix="(-fix-(theta|phi|pi))?",
     factor="theta|phi|pi",
     name="[a-z_]+",
+
+
+def shell_words(text):
+    """A config string of command-line options, each word quoted for the shell."""
+    return shlex.join(shlex.split(text))
 
 
 def seed(*parts):
@@ -121,22 +151,16 @@ def get_reference(wildcards):
 
 
 def truth_args(wildcards):
-    """Command line of `lppf simulate` for one truth."""
+    """Options of `lppf simulate` for one truth (settings only: a params trigger sees them)."""
     spec = EXPERIMENTS[wildcards.exp]
-    truth = dict(spec["truth"])
-    kind = truth.pop("kind")
+    e0 = settings(wildcards.exp)[wildcards.setting]["e0"]
     s = seed(wildcards.exp, wildcards.setting, wildcards.rep, "truth")
-    if kind == "rescale":
-        e0 = settings(wildcards.exp)[wildcards.setting]["e0"]
-        top = f" --components {truth['components']}" if truth.get("components") else ""
-        return (
-            f"rescale {get_reference(wildcards)} --model {spec['model']} --e0 {e0}"
-            f" --f0 {truth['f0']}{top} --seed {s}"
-        )
-    options = " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in truth.items() if k != "e0"
-    )
-    return f"{kind} {options} --seed {s}"
+    return grid.truth_args(spec, e0) + f" --seed {s}"
+
+
+def truth_source(wildcards, input):
+    """The reference fit that a rescaled truth starts from (none for other kinds)."""
+    return shlex.quote(input[0]) if input else ""
 
 
 def get_truth_inputs(wildcards):
@@ -152,20 +176,16 @@ def get_alpha_file(wildcards):
 
 
 def noise_level_args(wildcards):
-    kind, value = grids(wildcards.exp)[wildcards.grid]
-    if kind == "eps_mean":
-        return f"--epsilon {value}"
-    concentration = EXPERIMENTS[wildcards.exp]["privacy"]["concentration"]
-    return f"--beta-mean {value} --concentration {concentration}"
+    return grid.noise_args(EXPERIMENTS[wildcards.exp], wildcards.grid)[1]
 
 
-def privatize_args(wildcards, input):
-    kind, value = grids(wildcards.exp)[wildcards.grid]
-    if kind == "alpha":
-        return f"--alpha {value}"
-    if kind == "eps_n":
-        return f"--epsilon {value} --precision 1"
-    return f"--alpha {input.alpha}"
+def privatize_args(wildcards):
+    """The noise level of a privatized copy (per-row levels: the noise_level file)."""
+    return grid.noise_args(EXPERIMENTS[wildcards.exp], wildcards.grid)[0]
+
+
+def alpha_file_args(wildcards, input):
+    return f"--alpha {shlex.quote(input.alpha)}" if input.alpha else ""
 
 
 def get_mask(wildcards):
@@ -190,14 +210,18 @@ def prior_args(spec):
     return "".join(f" --{k} {spec[k]}" for k in ("a0", "b0") if spec[k] is not None)
 
 
-def fit_args(wildcards, input):
+def fit_args(wildcards):
+    """The settings of a fit: iterations and prior (a params trigger sees them)."""
     spec = EXPERIMENTS[wildcards.exp]
     run = grid.run_settings(spec, wildcards.inference, wildcards.fix)
-    args = grid.run_args(run, wildcards.inference) + prior_args(spec)
-    if input.mask:
-        args += f" --mask {input.mask}"
+    return grid.run_args(run, wildcards.inference) + prior_args(spec)
+
+
+def fit_file_args(wildcards, input):
+    """The mask and fixed-factor files of a fit (the input trigger sees them)."""
+    args = f"--mask {shlex.quote(input.mask)}" if input.mask else ""
     if wildcards.fix:
-        args += f" --{wildcards.fix.removeprefix('-')} {input.fix}"
+        args += f" --{wildcards.fix.removeprefix('-')} {shlex.quote(input.fix)}"
     return args
 
 
@@ -228,14 +252,18 @@ def get_evaluate_inputs(wildcards):
     return inputs
 
 
-def evaluate_args(wildcards, input):
+def evaluate_file_args(wildcards, input):
+    """The mask and privatized files of an evaluation (the input trigger sees them)."""
+    args = f"--mask {shlex.quote(input.mask)}" if input.mask else ""
+    if input.privatized:
+        args += f" --privatized {shlex.quote(input.privatized)}"
+    return args
+
+
+def evaluate_args(wildcards):
     """Options of `lppf evaluate`, including the labels that become table columns."""
     spec = EXPERIMENTS[wildcards.exp]
     args = f"--model {spec['model']}"
-    if input.mask:
-        args += f" --mask {input.mask}"
-    if input.privatized:
-        args += f" --privatized {input.privatized}"
     if spec["coherence"] and spec["model"] == "pmf":
         args += " --coherence"
     w = wildcards
@@ -291,6 +319,11 @@ def get_final_output():
 
 
 # ---- figures ---------------------------------------------------------------------------
+
+
+def figure_settings(exp):
+    """What a figure reads from the config besides its inputs: the fixed-truth MCMC settings."""
+    return grid.run_settings(EXPERIMENTS[exp], "mcmc", "-fix")
 
 
 def figure_fits(wildcards):

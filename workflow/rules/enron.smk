@@ -9,16 +9,16 @@ rule enron_synth_maildir:
     benchmark:
         f"{R}/benchmarks/enron_synth_maildir.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(1000),
         runtime=10,
     params:
         seed=config["enron"]["synth_seed"],
-        args=config["enron"]["synth_args"],
+        args=shell_words(config["enron"]["synth_args"]),
     shell:
-        "lppf enron synth-maildir {output} --seed {params.seed} {params.args} > {log} 2>&1"
+        "lppf enron synth-maildir {output:q} --seed {params.seed} {params.args} > {log:q} 2>&1"
 
 
 # The download needs the network, which compute nodes often lack: it runs on the submit host.
@@ -34,7 +34,7 @@ rule enron_download:
     benchmark:
         f"{R}/benchmarks/enron_download.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(1000),
@@ -43,7 +43,7 @@ rule enron_download:
         url=config["enron"]["source"],
         verify=download_args,
     shell:
-        "lppf enron download {params.url} {output}{params.verify} --quiet > {log} 2>&1"
+        "lppf enron download {params.url:q} {output:q}{params.verify} --quiet > {log:q} 2>&1"
 
 
 rule enron_dataset:
@@ -56,16 +56,16 @@ rule enron_dataset:
     benchmark:
         f"{R}/benchmarks/enron_dataset/{{dataset}}.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(4000),
         runtime=60,
     params:
         command=lambda w: config["enron"]["datasets"][w.dataset]["command"],
-        args=lambda w: config["enron"]["datasets"][w.dataset]["args"],
+        args=lambda w: shell_words(config["enron"]["datasets"][w.dataset]["args"]),
     shell:
-        "lppf enron {params.command} {input} {output} {params.args} --quiet > {log} 2>&1"
+        "lppf enron {params.command} {input:q} {output:q} {params.args} --quiet > {log:q} 2>&1"
 
 
 rule reference_fit:
@@ -78,7 +78,7 @@ rule reference_fit:
     benchmark:
         f"{R}/benchmarks/reference_fit/{{dataset}}-{{model}}-K{{K}}.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: config["threads"]
     resources:
         mem_mb=grow(4000),
@@ -89,6 +89,6 @@ rule reference_fit:
         seed=lambda w: seed("reference", w.dataset, w.model, w.K),
     shell:
         "(export NUMBA_NUM_THREADS={threads};"
-        " lppf fit {input} {output} --model {wildcards.model} --method nonprivate"
+        " lppf fit {input:q} {output:q} --model {wildcards.model} --method nonprivate"
         " --inference {params.inference} --components {wildcards.K} {params.run}"
-        " --seed {params.seed} --threads {threads} --quiet) > {log} 2>&1"
+        " --seed {params.seed} --threads {threads} --quiet) > {log:q} 2>&1"

@@ -11,19 +11,20 @@ rule fit:
     benchmark:
         fit_record("benchmarks", "fit", "tsv")
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: config["threads"]
     resources:
         mem_mb=fit_resources("mem_mb"),
         runtime=fit_resources("runtime"),
     params:
         args=fit_args,
+        files=fit_file_args,
         seed=fit_seed,
     shell:
         "(export NUMBA_NUM_THREADS={threads};"
-        " lppf fit {input.data} {output} --model {wildcards.model} --method {wildcards.method}"
+        " lppf fit {input.data:q} {output:q} --model {wildcards.model} --method {wildcards.method}"
         " --inference {wildcards.inference} --components {wildcards.K} {params.args}"
-        " --seed {params.seed} --threads {threads} --quiet) > {log} 2>&1"
+        " {params.files} --seed {params.seed} --threads {threads} --quiet) > {log:q} 2>&1"
 
 
 rule evaluate:
@@ -36,14 +37,15 @@ rule evaluate:
     benchmark:
         fit_record("benchmarks", "evaluate", "tsv")
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(2000),
         runtime=10,
     params:
         args=evaluate_args,
+        files=evaluate_file_args,
         seed=fit_seed,
     shell:
-        "lppf evaluate {input.fit} {output} --truth {input.truth} {params.args}"
-        " --seed {params.seed} > {log} 2>&1"
+        "lppf evaluate {input.fit:q} {output:q} --truth {input.truth:q} {params.args}"
+        " {params.files} --seed {params.seed} > {log:q} 2>&1"

@@ -23,7 +23,7 @@ rule aggregate:
     benchmark:
         f"{R}/benchmarks/aggregate/{{exp}}.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -49,7 +49,7 @@ rule summarize:
     benchmark:
         f"{R}/benchmarks/summarize.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -72,7 +72,7 @@ rule claims:
     log:
         f"{R}/logs/claims.log",
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -97,13 +97,13 @@ rule figure:
     benchmark:
         f"{R}/benchmarks/figure/{{exp}}/{{name}}.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
     params:
-        spec=lambda w: EXPERIMENTS[w.exp],
+        mcmc=lambda w: figure_settings(w.exp),
         fits=lambda w: figure_fits(w),
     script:
         "../scripts/figures.py"

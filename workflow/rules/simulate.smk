@@ -11,15 +11,16 @@ rule truth:
     benchmark:
         f"{R}/benchmarks/truth/{{exp}}/{{setting}}/rep{{rep}}.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(2000),
         runtime=10,
     params:
         args=truth_args,
+        source=truth_source,
     shell:
-        "lppf simulate {params.args} {output} > {log} 2>&1"
+        "lppf simulate {params.args} {params.source} {output:q} > {log:q} 2>&1"
 
 
 rule truth_factor:
@@ -32,13 +33,13 @@ rule truth_factor:
     benchmark:
         f"{R}/benchmarks/truth_factor/{{exp}}/{{setting}}/rep{{rep}}.{{factor}}.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(1000),
         runtime=5,
     shell:
-        "lppf simulate factor {input} {output} {wildcards.factor} > {log} 2>&1"
+        "lppf simulate factor {input:q} {output:q} {wildcards.factor} > {log:q} 2>&1"
 
 
 rule heldout_mask:
@@ -51,7 +52,7 @@ rule heldout_mask:
     benchmark:
         f"{R}/benchmarks/heldout_mask/{{exp}}/{{setting}}/rep{{rep}}.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(1000),
@@ -61,8 +62,8 @@ rule heldout_mask:
         fraction=lambda w: EXPERIMENTS[w.exp]["heldout_fraction"],
         seed=lambda w: seed(w.exp, w.setting, w.rep, "mask"),
     shell:
-        "lppf simulate mask {input} {output} --top {params.top} --fraction {params.fraction}"
-        " --seed {params.seed} > {log} 2>&1"
+        "lppf simulate mask {input:q} {output:q} --top {params.top} --fraction {params.fraction}"
+        " --seed {params.seed} > {log:q} 2>&1"
 
 
 rule noise_level:
@@ -75,7 +76,7 @@ rule noise_level:
     benchmark:
         f"{R}/benchmarks/noise_level/{{exp}}/{{setting}}/{{grid}}/rep{{rep}}.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(1000),
@@ -84,7 +85,8 @@ rule noise_level:
         args=noise_level_args,
         seed=lambda w: seed(w.exp, w.setting, w.grid, w.rep, "alpha"),
     shell:
-        "lppf simulate noise-level {input} {output} {params.args} --seed {params.seed} > {log} 2>&1"
+        "lppf simulate noise-level {input:q} {output:q} {params.args} --seed {params.seed}"
+        " > {log:q} 2>&1"
 
 
 rule privatize:
@@ -98,13 +100,15 @@ rule privatize:
     benchmark:
         f"{R}/benchmarks/privatize/{{exp}}/{{setting}}/{{grid}}/rep{{rep}}.tsv"
     conda:
-        "../envs/lppf.yaml"
+        "../../envs/lppf.yaml"
     threads: 1
     resources:
         mem_mb=grow(2000),
         runtime=10,
     params:
         args=privatize_args,
+        file=alpha_file_args,
         seed=lambda w: seed(w.exp, w.setting, w.grid, w.rep, "privatize"),
     shell:
-        "lppf privatize {input.truth} {output} {params.args} --seed {params.seed} > {log} 2>&1"
+        "lppf privatize {input.truth:q} {output:q} {params.args} {params.file}"
+        " --seed {params.seed} > {log:q} 2>&1"

@@ -8,7 +8,6 @@ import pandas as pd
 import seaborn as sns
 
 from lppf import metrics
-from lppf.experiments import run_settings
 from lppf.fitting import DEFAULTS
 from lppf.io import load_npz
 
@@ -193,8 +192,7 @@ def posterior_y(smk, n_cells=25, seed=0):
 def theta_kl(smk):
     """S1 (000 fig. 1 right): mean elementwise Poisson KL(Theta* || Theta sample) over the
     iterations of a chain holding Phi at its true value, one line per noise level."""
-    mcmc = {"burnin": DEFAULTS["burnin"], "thin": DEFAULTS["thin"],
-            **run_settings(smk.params.spec, "mcmc", "-fix")}
+    mcmc = {"burnin": DEFAULTS["burnin"], "thin": DEFAULTS["thin"], **smk.params.mcmc}
     frames = []
     for f, fit in _fit_grid(smk):
         truth = load_npz(f["truth"])
@@ -219,7 +217,10 @@ def time_vs_error(smk):
 
 def rhat(smk):
     """Convergence: split R-hat of each MCMC fit's log-likelihood trace (chains or halves of
-    one chain) and the largest R-hat over the diagnosed cells of mu; dashed: 1.05."""
+    one chain) and the largest R-hat over the diagnosed cells of mu; dashed: the criterion's
+    bounds (:mod:`lppf.diagnostics`)."""
+    from lppf.diagnostics import RHAT_CELL_MAX, RHAT_MAX
+
     df = fits_table(smk).reindex(columns=["method", "grid", "inference", "rhat_loglik",
                                           "rhat_mu_max"])
     df = df[df["inference"] == "mcmc"].dropna(subset=["rhat_loglik"])
@@ -232,8 +233,9 @@ def rhat(smk):
                    var_name="quantity", value_name="R-hat")
     g = sns.catplot(long, x="grid", y="R-hat", hue="method", col="quantity", kind="strip",
                     dodge=True, height=3, aspect=1.4, sharey=False)
-    for ax in g.axes.flat:
-        ax.axhline(1.05, color="k", ls="--", lw=0.8)
+    for quantity, ax in zip(g.col_names, g.axes.flat, strict=True):
+        ax.axhline(RHAT_MAX if quantity == "rhat_loglik" else RHAT_CELL_MAX, color="k",
+                   ls="--", lw=0.8)
         ax.tick_params(axis="x", rotation=45)
     return g.figure
 

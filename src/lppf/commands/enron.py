@@ -21,11 +21,13 @@ from lppf.enron.source import CMU_SHA256, CMU_SIZE, CMU_URL, download, is_url, r
 from lppf.io import InputError, check_output, npz_writer, text_writer, write_files
 
 
-def _stem(output: str) -> Path:
+def _stem(output: str, *suffixes: str) -> Path:
+    """OUTPUT without ``.npz``, once OUTPUT and ``<stem><suffix>`` are found writable."""
     path = Path(output)
     if path.suffix != ".npz":
         raise InputError(f"{output}: output must end in .npz")
-    check_output(path)
+    for name in (output, *(f"{path.with_suffix('')}{s}" for s in suffixes)):
+        check_output(name)
     return path.with_suffix("")
 
 
@@ -53,7 +55,7 @@ def _read(args: argparse.Namespace, keep_body) -> Corpus:
 def run_network(args: argparse.Namespace) -> int:
     from lppf.enron.network import build_network
 
-    stem = _stem(args.output)
+    stem = _stem(args.output, ".actors.csv", ".summary.csv")
     corpus = _read(args, lambda raw: False)
     Y_VV, actors = build_network(corpus.emails, args.min_sent, args.min_total, args.top_actors)
     if Y_VV.shape[0] < 2:
@@ -73,7 +75,7 @@ def run_network(args: argparse.Namespace) -> int:
 def run_docterm(args: argparse.Namespace) -> int:
     from lppf.enron.docterm import build_docterm
 
-    stem = _stem(args.output)
+    stem = _stem(args.output, ".vocab.txt", ".documents.csv", ".summary.csv")
     corpus = _read(args, lambda raw: raw.folder.split("/", 1)[0] in SENT_FOLDERS)
     Y_DV, vocab, documents, summary = build_docterm(
         corpus.emails, args.n_docs, args.n_words, args.min_tokens, args.max_df, args.min_df,
@@ -94,7 +96,7 @@ def run_download(args: argparse.Namespace) -> int:
         raise InputError("download takes [URL] OUTPUT")
     url, output = (CMU_URL, args.paths[0]) if len(args.paths) == 1 else args.paths
     if not is_url(url):
-        raise InputError(f"{url}: not a URL (http://, https://, ftp:// or file://)")
+        raise InputError(f"{url}: not a URL (http:// or https://)")
     path = download(url, output, args.sha256, args.size, _progress(args))
     print(f"{path}: {path.stat().st_size} bytes")
     if args.sha256 is None:

@@ -18,71 +18,40 @@ import numpy as np
 
 from lppf import metrics
 from lppf.commands import _types
-from lppf.io import (
-    InputError,
-    as_count_matrix,
-    load_json_entry,
-    load_npy,
-    load_npz,
-    require_key,
-    write_text,
-)
+from lppf.fitfile import read_fit, read_mask, read_privatized, read_truth
+from lppf.io import InputError, write_text
 
 
-def _array(data: dict, key: str, path, shape: tuple[int, ...]) -> np.ndarray:
-    """``data[key]`` as a finite float array of ``shape``, else one line naming file and key."""
-    value = np.asarray(require_key(data, key, path))
-    if value.dtype.kind not in "biuf" or value.shape != shape:
-        raise InputError(f"{path}: {key} has shape {value.shape} and dtype {value.dtype}, "
-                         f"expected numbers of shape {shape}")
-    if not np.all(np.isfinite(value)):
-        raise InputError(f"{path}: {key} contains NaN or infinite values")
-    return value.astype(float)
-
-
-def _load_mask(path, shape) -> np.ndarray:
-    mask = load_npy(path, "--mask")
-    if mask.shape != shape or mask.dtype.kind not in "biu":
-        raise InputError(f"{path}: mask shape {mask.shape} (dtype {mask.dtype}) differs from "
-                         f"Y {shape}")
-    return mask.astype(bool)
+def _check_topics(args, fit: dict, truth: dict) -> None:
+    """Topic metrics need the fit's topics (at least as many as the true ones for topic_l1,
+    and TOP_WORDS words for --coherence)."""
+    has_topics = "phi" in fit or "phi_samples" in fit
+    if args.coherence and not has_topics:
+        raise InputError(f"{args.fit}: --coherence needs the topics of a pmf fit (key 'phi' "
+                         "or 'phi_samples')")
+    if args.coherence and truth["Y"].shape[1] < metrics.TOP_WORDS:
+        raise InputError(f"{args.truth}: --coherence scores the top {metrics.TOP_WORDS} words "
+                         f"of each topic, Y has only {truth['Y'].shape[1]} columns")
+    if "phi" in truth and has_topics:
+        K_fit = (fit["phi"] if "phi" in fit else fit["phi_samples"][0]).shape[0]
+        if K_fit < truth["phi"].shape[0]:
+            raise InputError(f"{args.fit}: {K_fit} topics cannot be matched to the "
+                             f"{truth['phi'].shape[0]} true topics of {args.truth}")
 
 
 def evaluate(args) -> dict:
-    fit = load_npz(args.fit)
-    truth = load_npz(args.truth)
-    Y = as_count_matrix(require_key(truth, "Y", args.truth), name=f"{args.truth}: Y")
-    mu_hat = np.asarray(require_key(fit, "mu_hat", args.fit))
-    if mu_hat.shape != Y.shape:
-        raise InputError(f"{args.fit}: mu_hat shape {mu_hat.shape} differs from Y {Y.shape} "
-                         f"in {args.truth}")
-    mu_hat = _array(fit, "mu_hat", args.fit, Y.shape)
-    if args.model == "community" and Y.shape[0] != Y.shape[1]:
-        raise InputError(f"{args.truth}: Y: the community model needs a square matrix, "
-                         f"got shape {Y.shape}")
-    if "mu" in truth:
-        _array(truth, "mu", args.truth, Y.shape)
-    mask = _load_mask(args.mask, Y.shape) if args.mask else None
-    if args.coherence:
-        phi = fit["phi_samples"] if "phi_samples" in fit else require_key(fit, "phi", args.fit)
-        if phi.ndim not in (2, 3) or phi.shape[-1] != Y.shape[1] or phi.dtype.kind not in "iuf":
-            raise InputError(f"{args.fit}: phi shape {phi.shape} does not fit Y {Y.shape}")
-    private = None
-    if args.privatized:
-        private = load_npz(args.privatized)
-        _array(private, "Y_noisy", args.privatized, Y.shape)
-        alpha = np.asarray(require_key(private, "alpha", args.privatized))
-        try:
-            np.broadcast_to(alpha, Y.shape)
-        except ValueError:
-            raise InputError(f"{args.privatized}: alpha shape {alpha.shape} does not fit Y "
-                             f"{Y.shape}") from None
-    out = metrics.evaluate_fit(args.model, {**fit, "mu_hat": mu_hat}, {**truth, "Y": Y}, mask,
-                               private, args.coherence, args.coverage_cells, args.seed)
-    config = load_json_entry(fit, "config") if "config" in fit else {}
-    out.update(seed=int(fit["seed"]) if "seed" in fit else None,
-               iterations=int(fit["iterations"]) if "iterations" in fit else None,
-               fit_seconds=float(fit["elapsed_seconds"]) if "elapsed_seconds" in fit else None,
+    truth = read_truth(args.truth, args.model)
+    Y = truth["Y"]
+    fit = read_fit(args.fit, args.model, Y.shape, f"Y in {args.truth}")
+    cells = ~np.eye(*Y.shape, dtype=bool) if args.model == "community" else np.ones(Y.shape, bool)
+    mask = read_mask(args.mask, Y.shape, cells) if args.mask else None
+    _check_topics(args, fit, truth)
+    private = read_privatized(args.privatized, Y.shape) if args.privatized else None
+    out = metrics.evaluate_fit(args.model, fit, truth, mask, private, args.coherence,
+                               args.coverage_cells, args.seed)
+    config = fit["config"]
+    out.update(seed=fit["seed"], iterations=fit["iterations"],
+               fit_seconds=fit.get("elapsed_seconds"),
                threads=config.get("numba_threads", config.get("threads")))
     return {**dict(args.label), **out}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -17,7 +18,6 @@ import numpy as np
 
 from lppf import fitting
 from lppf._numba import threads as numba_threads
-from lppf.diagnostics import warning_line
 from lppf.fitting import DEFAULTS
 from lppf.io import InputError, check_output, load_npy, load_npz, require_key
 from lppf.results import INFERENCES, METHODS, MODELS
@@ -64,7 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 OPTIONS = {"n_components": "--components", "max_iter": "--iterations",
-           "random_state": "--seed"}
+           "random_state": "--seed", "n_chains": "--chains"}
+API_NAMES = {"max_iter": "--iterations", "burnin": "--burnin", "thin": "--thin",
+             "n_components": "--components", "n_chains": "--chains"}
 
 
 def _blame(args: argparse.Namespace, exc: InputError) -> InputError:
@@ -78,7 +80,10 @@ def _blame(args: argparse.Namespace, exc: InputError) -> InputError:
         where = OPTIONS.get(param, f"--{param}")
     else:  # e.g. "fix" (holding every factor fixed): the message says it all
         return exc
-    return InputError(f"{where}: {exc}", param)
+    message = str(exc)
+    for name, option in API_NAMES.items():  # the API's names, as the user typed them
+        message = re.sub(rf"\b{name}\b", option, message)
+    return InputError(f"{where}: {message}", param)
 
 
 def _load_input(path: Path, method: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -126,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     fit.save(args.output, input_path=args.input)
     if args.idata is not None:
         fit.to_inference_data().to_netcdf(args.idata)
-    warning = warning_line(fit.result.diagnostics)
+    warning = fit.warning_line()
     if warning is not None:
         print(f"lppf fit: {args.output}: {warning}", file=sys.stderr)
     print(f"{args.output}: {args.model} {args.method} {args.inference}, K={args.components}, "

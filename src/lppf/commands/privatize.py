@@ -14,11 +14,13 @@ OUTPUT holds ``Y_noisy`` (int64), ``alpha`` and, when given, ``epsilon``, ``prec
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 import numpy as np
 
 from lppf.io import (
+    COUNT_LIMIT,
     InputError,
     as_count_matrix,
     check_seed,
@@ -56,6 +58,12 @@ def _number(text: str, option: str, kind=float):
         return kind(text)
     except ValueError:
         raise InputError(f"{option}: expected a number, got {text!r}") from None
+
+
+def _named(value: float, option: str) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise InputError(f"{option} must be finite and > 0, got {value!r}")
+    return value
 
 
 def _load_alpha(text: str, shape: tuple[int, int]) -> np.ndarray:
@@ -97,11 +105,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         epsilon = _number(args.epsilon, "--epsilon")
         precision = _number(args.precision, "--precision")
-        alpha = check_alpha(epsilon_to_alpha(epsilon, precision), Y.shape)
+        alpha = check_alpha(epsilon_to_alpha(_named(epsilon, "--epsilon"),
+                                              _named(precision, "--precision")), Y.shape,
+                            name=f"--epsilon {epsilon:g} / --precision {precision:g}: "
+                                 "alpha = exp(-epsilon / precision)")
         out.update(epsilon=np.float64(epsilon), precision=np.float64(precision))
     if "seed" not in out and not args.secure:
         raise InputError("choose the noise source: --secure (real data) or --seed S "
                          "(reproducible simulations)")
     Y_noisy = privatize(Y, alpha, rng=out.get("seed"), secure=args.secure)
+    worst = int(np.abs(Y_noisy).max())
+    if worst >= COUNT_LIMIT:
+        raise InputError(f"{args.input}: Y plus the noise reaches {worst}, beyond the count "
+                         "limit 2**31 (lower the noise level or the counts)")
     save_npz(args.output, Y_noisy=Y_noisy, alpha=np.asarray(alpha, dtype=float), **out)
     return 0

@@ -12,6 +12,7 @@ import numpy as np
 from lppf import synthetic
 from lppf.commands import _types
 from lppf.io import InputError, as_count_matrix, load_npz, require_key, save_npy, save_npz
+from lppf.mechanisms import check_alpha
 
 
 def _rng(args) -> np.random.Generator:
@@ -97,11 +98,14 @@ def _noise_level(args) -> int:
     Y = _true_counts(args.truth)
     if args.beta_mean is not None:
         alpha = synthetic.beta_alphas(_rng(args), Y.shape[0], args.beta_mean, args.concentration)
+        options = f"--beta-mean {args.beta_mean:g} --concentration {args.concentration:g}"
     else:
         try:
             alpha = synthetic.mean_precision_alpha(Y, args.epsilon)
         except ValueError as exc:
             raise InputError(f"{args.truth}: {exc}") from None
+        options = f"--epsilon {args.epsilon:g} (precision = mean count of {args.truth})"
+    check_alpha(alpha, name=f"{options}: the noise level alpha")
     save_npy(args.output, alpha)
     print(f"{args.output}: alpha shape {alpha.shape}, mean {alpha.mean():.4f}")
     return 0

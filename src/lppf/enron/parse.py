@@ -221,6 +221,9 @@ def read_corpus(source: str | os.PathLike[str],
     summary: Counter[str] = Counter()
     unique: dict[tuple, Email] = {}
     for raw in tqdm(iter_raw(source), unit=" files", disable=not progress):
+        if raw.skipped:  # links, special files, unreadable folders, huge files
+            summary[f"skipped: {raw.skipped}"] += 1
+            continue
         summary["files read"] += 1
         if not _encodable(raw.path):
             summary["skipped: undecodable file name"] += 1

@@ -1,16 +1,25 @@
 """Where the Enron corpus comes from: the CMU URL, a local tarball, or an extracted ``maildir/``.
 
-Downloads resume from a ``.part`` file with an HTTP Range request and are checked against the
-expected size and SHA-256 before the file gets its final name. Tarballs are streamed member
-by member (``tarfile`` mode ``r|*``); nothing is extracted to disk.
+Only ``http://`` and ``https://`` sources are downloaded (a local file is given as a path),
+at most :data:`DOWNLOAD_LIMIT` bytes (or the expected size). Downloads resume from a ``.part``
+file with an HTTP Range request and are checked against the expected size and SHA-256 before
+the file gets its final name; a failed download leaves no ``.part`` (unless the connection
+broke mid-transfer: then the part is kept for the next attempt to resume) and no directory
+made for it. Tarballs are streamed member by member (``tarfile`` mode ``r|*``); nothing is
+extracted to disk. A maildir is walked without following symbolic links (the walk stays
+inside SOURCE, as in a tarball) and without recursion; unreadable folders, links and
+special files are counted in the summary. Files over :data:`MESSAGE_LIMIT` bytes are skipped
+unread.
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import tarfile
 import urllib.error
+import urllib.parse
 import urllib.request
 import zlib
 from collections.abc import Iterator
@@ -19,7 +28,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from lppf.io import InputError
+from lppf.io import InputError, check_output, make_parents, remove_empty
 
 CMU_URL = "https://www.cs.cmu.edu/~enron/enron_mail_20150507.tar.gz"
 # Published size and SHA-256 of CMU_URL: to be filled. CMU publishes neither; we only verify
@@ -32,6 +41,9 @@ OFFLINE_HINT = (
     "maildir/ directory, or create the synthetic stand-in with `lppf enron synth-maildir DIR`"
 )
 _BLOCK = 1 << 20
+DOWNLOAD_LIMIT = 4 << 30  # bytes: the CMU tarball is 0.4 GiB
+MESSAGE_LIMIT = 64 << 20  # bytes: the largest Enron message file is a few MiB
+SCHEMES = ("http", "https")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +54,7 @@ class RawMessage:
     folder: str
     name: str
     data: bytes | None
+    skipped: str = ""  # why it was not read ("unreadable folder", "symbolic link", ...)
 
     @property
     def path(self) -> str:
@@ -49,7 +62,17 @@ class RawMessage:
 
 
 def is_url(source: str | os.PathLike[str]) -> bool:
-    return str(source).split("://", 1)[0] in ("http", "https", "file", "ftp")
+    """``scheme://...`` (any scheme: those not in SCHEMES are refused when downloaded)."""
+    scheme, sep, _ = str(source).partition("://")
+    return bool(sep) and scheme.isascii() and scheme.replace("+", "").isalnum()
+
+
+def check_url(url: str) -> None:
+    """Only http(s) URLs are downloaded."""
+    scheme = url.partition("://")[0].lower()
+    if scheme not in SCHEMES:
+        raise InputError(f"{url}: only http:// and https:// sources are downloaded, not "
+                         f"{scheme}://; give a local tarball or maildir as a path")
 
 
 def sha256_file(path: Path) -> str:
@@ -62,27 +85,31 @@ def sha256_file(path: Path) -> str:
 
 def _open(url: str, offset: int, timeout: float):
     request = urllib.request.Request(url, headers={"Range": f"bytes={offset}-"} if offset else {})
-    try:
-        return urllib.request.urlopen(request, timeout=timeout)
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise InputError(f"cannot download {url} ({reason}); offline? {OFFLINE_HINT}") from None
+    return urllib.request.urlopen(request, timeout=timeout)
 
 
-def _fetch(url: str, part: Path, progress: bool, timeout: float) -> None:
-    """Append the missing bytes of ``url`` to ``part`` (restart if the server ignores Range)."""
+def _fetch(url: str, part: Path, progress: bool, timeout: float, limit: int) -> None:
+    """Append the missing bytes of ``url`` to ``part`` (restart if the server ignores Range),
+    refusing more than ``limit`` bytes in all."""
     offset = part.stat().st_size if part.exists() else 0
     with _open(url, offset, timeout) as response:
         resumed = offset > 0 and getattr(response, "status", None) == 206
         if not resumed:
             offset = 0
         length = response.headers.get("Content-Length")
-        total = offset + int(length) if length else None
-        with open(part, "ab" if resumed else "wb") as fh, tqdm(
+        total = offset + int(length) if length and length.isdecimal() else None
+        if total is not None and total > limit:
+            raise InputError(f"{url}: {total} bytes, expected {limit} at most")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if resumed else
+                                                            os.O_TRUNC)
+        with os.fdopen(os.open(part, flags, 0o666), "ab" if resumed else "wb") as fh, tqdm(
             total=total, initial=offset, unit="B", unit_scale=True, disable=not progress,
             desc=part.name.removesuffix(".part"),
         ) as bar:
             for block in iter(lambda: response.read(_BLOCK), b""):
+                offset += len(block)
+                if offset > limit:
+                    raise InputError(f"{url}: more bytes than expected ({limit} at most)")
                 fh.write(block)
                 bar.update(len(block))
 
@@ -98,27 +125,61 @@ def verify(path: Path, size: int | None, sha256: str | None) -> None:
 
 
 def download(url: str, dest: str | os.PathLike[str], sha256: str | None = CMU_SHA256,
-             size: int | None = CMU_SIZE, progress: bool = True, timeout: float = 60.0) -> Path:
-    """Download ``url`` to ``dest`` via ``dest.part``, resuming, then verify and rename.
+             size: int | None = CMU_SIZE, progress: bool = True, timeout: float = 60.0,
+             limit: int = DOWNLOAD_LIMIT) -> Path:
+    """Download the http(s) ``url`` to ``dest`` via ``dest.part``, resuming, then verify and
+    rename. At most ``limit`` bytes (``size`` when given) are accepted.
 
-    A complete ``dest`` that verifies is reused. On a size or hash mismatch the ``.part`` file
-    is deleted (so the next attempt starts afresh) and nothing is left under ``dest``.
+    A complete ``dest`` that verifies is reused. On any failure the ``.part`` file is deleted
+    (so the next attempt starts afresh), except when the connection broke after some bytes
+    arrived; nothing is left under ``dest`` and directories made for it are removed.
     """
+    check_url(url)
+    check_output(dest)
     dest = Path(dest)
     if dest.is_file():
         verify(dest, size, sha256)
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
-    if not (size is not None and part.is_file() and part.stat().st_size == size):
-        _fetch(url, part, progress, timeout)
+    if part.is_symlink():
+        raise InputError(f"{part}: a symbolic link where the partial download goes; remove it")
+    check_output(part)
     try:
-        verify(part, size, sha256)
-    except InputError as exc:
+        created = make_parents(dest.parent)
+    except OSError as exc:
+        raise InputError(f"{dest}: cannot write ({exc.strerror or exc})") from None
+    try:
+        if not (size is not None and part.is_file() and part.stat().st_size == size):
+            _transfer(url, part, progress, timeout, limit if size is None else size)
+        try:
+            verify(part, size, sha256)
+        except InputError as exc:
+            raise InputError(f"download of {url} failed verification: {exc}") from None
+        os.replace(part, dest)
+    except _Broken as exc:
+        raise InputError(str(exc)) from None
+    except BaseException:
         part.unlink(missing_ok=True)
-        raise InputError(f"download of {url} failed verification: {exc}") from None
-    os.replace(part, dest)
+        remove_empty(created)
+        raise
     return dest
+
+
+class _Broken(Exception):
+    """The connection broke mid-transfer: the ``.part`` file is kept for resuming."""
+
+
+def _transfer(url: str, part: Path, progress: bool, timeout: float, limit: int) -> None:
+    """:func:`_fetch`; a network failure is :class:`_Broken` if ``part`` holds bytes."""
+    try:
+        _fetch(url, part, progress, timeout, limit)
+    except (OSError, http.client.HTTPException) as exc:
+        reason = " ".join(str(getattr(exc, "reason", exc)).split()) or type(exc).__name__
+        if part.exists() and part.stat().st_size > 0:
+            raise _Broken(f"download of {url} broke after {part.stat().st_size} bytes "
+                          f"({reason}); run again to resume from {part}") from None
+        raise InputError(f"cannot download {url} ({reason}); offline? {OFFLINE_HINT}"
+                         ) from None
 
 
 def resolve(source: str | os.PathLike[str], download_dir: str | os.PathLike[str],
@@ -126,7 +187,9 @@ def resolve(source: str | os.PathLike[str], download_dir: str | os.PathLike[str]
             progress: bool = True) -> Path:
     """Local path of ``source``: URLs are downloaded into ``download_dir`` first."""
     if is_url(source):
-        name = str(source).rstrip("/").rsplit("/", 1)[-1] or "enron.tar.gz"
+        check_url(str(source))
+        name = urllib.parse.urlsplit(str(source)).path.rstrip("/").rsplit("/", 1)[-1]
+        name = name if name not in ("", ".", "..") else "enron.tar.gz"
         return download(str(source), Path(download_dir) / name, sha256, size, progress)
     path = Path(source)
     if not path.exists():
@@ -154,6 +217,9 @@ def _iter_tar(path: Path) -> Iterator[RawMessage]:
                 where = _split(member.name) if member.isfile() else None
                 if where is None:
                     continue
+                if member.size > MESSAGE_LIMIT:
+                    yield RawMessage(*where, None, f"file over {MESSAGE_LIMIT} bytes")
+                    continue
                 fh = tar.extractfile(member)
                 yield RawMessage(*where, fh.read() if fh else b"")
             if tar.fileobj.tell() < tar.offset + tarfile.BLOCKSIZE:
@@ -167,18 +233,67 @@ def _iter_tar(path: Path) -> Iterator[RawMessage]:
                          ) from None
 
 
+def _read(path: str) -> bytes | None:
+    """The bytes of a regular file of at most MESSAGE_LIMIT bytes, None if unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with open(fd, "rb") as fh:
+            size = os.fstat(fd).st_size
+            data = fh.read(size + 1) if size <= MESSAGE_LIMIT else None
+    except OSError:
+        return None
+    return data if data is not None and len(data) <= MESSAGE_LIMIT else None
+
+
+def _entries(directory: str) -> list[os.DirEntry] | None:
+    """The entries of ``directory`` sorted by name, None if it cannot be listed."""
+    try:
+        with os.scandir(directory) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError:
+        return None
+
+
+def _skip(entry: os.DirEntry) -> str:
+    """Why an entry is not read: "" for a regular file or a directory."""
+    try:
+        if entry.is_symlink():
+            return "symbolic link"
+        if entry.is_dir(follow_symlinks=False):
+            return ""
+        if not entry.is_file(follow_symlinks=False):
+            return "not a regular file"
+        if entry.stat(follow_symlinks=False).st_size > MESSAGE_LIMIT:
+            return f"file over {MESSAGE_LIMIT} bytes"
+    except OSError:
+        return "unreadable file"
+    return ""
+
+
 def _iter_dir(root: Path) -> Iterator[RawMessage]:
-    if (root / "maildir").is_dir():
+    """Files under ``root`` (or ``root/maildir``) in path order, walked with a stack (any
+    depth) without following symbolic links."""
+    if (root / "maildir").is_dir() and not (root / "maildir").is_symlink():
         root = root / "maildir"
-    for owner in sorted(p for p in root.iterdir() if p.is_dir()):
-        for file in sorted(p for p in owner.rglob("*") if p.is_file()):
-            where = _split(file.relative_to(root).as_posix())
-            if where is not None:
-                try:
-                    data = file.read_bytes()
-                except OSError:
-                    data = None  # counted as "skipped: unreadable file"
-                yield RawMessage(*where, data)
+    stack = [(str(root), "")]
+    while stack:
+        directory, rel = stack.pop()
+        entries = _entries(directory)
+        if entries is None:
+            yield RawMessage(*(_split(f"{rel}/.") or (rel, "", "")), None,
+                             "unreadable folder")
+            continue
+        below = []
+        for entry in entries:
+            relpath = f"{rel}/{entry.name}" if rel else entry.name
+            where, why = _split(relpath), _skip(entry)
+            if why == "" and entry.is_dir(follow_symlinks=False):
+                below.append((entry.path, relpath))
+            elif why:
+                yield RawMessage(*(where or (relpath, "", "")), None, why)
+            elif where is not None:
+                yield RawMessage(*where, _read(entry.path))
+        stack.extend(reversed(below))
 
 
 def iter_raw(path: str | os.PathLike[str]) -> Iterator[RawMessage]:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import base64
 import os
 import quopri
+import shutil
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -24,7 +26,14 @@ import numpy as np
 from gensim.parsing.preprocessing import STOPWORDS
 
 from lppf.enron.parse import EXCLUDED_FOLDERS
-from lppf.io import InputError, write_text
+from lppf.io import (
+    InputError,
+    _cleanup_on_termination,
+    check_output,
+    make_parents,
+    remove_empty,
+    write_text,
+)
 
 _CONS, _VOWELS = "bdfgklmnprstvz", "aeiou"
 _FILLER = ("the", "and", "we", "to", "of", "is", "it", "for", "this", "that")
@@ -255,8 +264,8 @@ def write_synthetic_maildir(out_dir: str | os.PathLike[str], seed: int = 0, peop
         raise InputError(f"bad synthetic maildir size: people={people}, owners={owners}, "
                          f"emails={emails}, topics={topics}, words_per_topic={words_per_topic}")
     root = Path(out_dir) / "maildir"
-    if root.exists() and any(root.iterdir()):
-        raise InputError(f"{root}: already exists and is not empty")
+    if root.is_symlink() or (root.exists() and not (root.is_dir() and not any(root.iterdir()))):
+        raise InputError(f"{root}: already exists and is not an empty directory")
     rng = np.random.default_rng(seed)
     taken = set(_FILLER)
     addrs = _people(rng, people, taken)
@@ -286,9 +295,37 @@ def write_synthetic_maildir(out_dir: str | os.PathLike[str], seed: int = 0, peop
             files.setdefault((box, "inbox"), []).append(data)
             truth.malformed[reason] += 1
             truth.n_files += 1
-    for (box, folder), datas in files.items():
-        (root / box / folder).mkdir(parents=True, exist_ok=True)
-        for n, data in enumerate(datas, start=1):
-            (root / box / folder / f"{n}.").write_bytes(data)
-    write_text(Path(out_dir) / "README.md", README.format(seed=seed, topics=topics))
+    _write_staged(Path(out_dir), files, README.format(seed=seed, topics=topics))
     return truth
+
+
+def _write_staged(out_dir: Path, files: dict[tuple[str, str], list[bytes]],
+                  readme: str) -> None:
+    """Write the maildir into a hidden directory beside it, then rename it into place (all or
+    nothing: on any error or termination signal the staged files and directories made are
+    removed)."""
+    check_output(out_dir / "README.md")
+    try:
+        created = make_parents(out_dir)
+        stage = Path(tempfile.mkdtemp(prefix=".maildir.", dir=out_dir))
+    except OSError as exc:
+        raise InputError(f"{out_dir}: cannot write ({exc.strerror or exc})") from None
+    done = moved = False
+    with _cleanup_on_termination():
+        try:
+            for (box, folder), datas in files.items():
+                (stage / box / folder).mkdir(parents=True, exist_ok=True)
+                for n, data in enumerate(datas, start=1):
+                    (stage / box / folder / f"{n}.").write_bytes(data)
+            os.replace(stage, out_dir / "maildir")
+            moved = True
+            write_text(out_dir / "README.md", readme)
+            done = True
+        except OSError as exc:
+            raise InputError(f"{out_dir}: cannot write ({exc.strerror or exc})") from None
+        finally:
+            if not done:
+                shutil.rmtree(stage, ignore_errors=True)
+                if moved:
+                    shutil.rmtree(out_dir / "maildir", ignore_errors=True)
+                remove_empty(created)

@@ -469,18 +469,27 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
     """Run ``n_chains`` chains of ``n_iter`` iterations (including ``burnin``), saving every
     ``thin``-th state after the burn-in (:func:`lppf.mcmc._driver.run_chains`).
 
-    Each chain starts at the best of several EM fits of the observed data
-    (:mod:`lppf.mcmc._start`; ``extra["start_loglik"]`` (n_chains, restarts): their
-    scores; their seconds count in ``elapsed["burnin"]``). Returns mu_hat
+    The chains start at the best of several EM fits of the observed data
+    (:mod:`lppf.mcmc._start`), run once, from the first chain's generator, and shared by
+    every chain (``extra["start_loglik"]`` (n_chains, restarts): their scores, the same for
+    each chain; their seconds count in ``elapsed["burnin"]``). Chain 0 is the chain a
+    one-chain fit runs, and chain c depends neither on the number of chains nor on the
+    others' draws. Returns mu_hat
     (posterior mean of mu over saved samples, every cell), posterior-mean factors, y_hat
     (posterior mean of the true counts, private methods; for held-out cells the posterior
     mean of mu), factor samples (S, D, K) / (S, K, V), log joint of each saved state
     (:func:`log_joint`), the trace ``loglik`` (:func:`gibbs_sweep`) and seconds per phase.
     """
+    start = []  # the EM start, from chain 0's generator (its restarts cost more than
+    # the chains' sweeps at the default sizes; their best restart is the deterministic
+    # NNDSVD one on most data sets, so per-chain starts were the same point anyway)
+
     def make_chain(chain_rng):
-        Theta, Phi, scores = best_start(data, method, n_components, burnin, chain_rng)
-        chain = PMFChain(data, make_state(data, method, Theta, Phi), a0, b0, chain_rng)
-        return chain, {"loglik": scores}
+        if not start:
+            start.extend(best_start(data, method, n_components, burnin, chain_rng))
+        Theta, Phi, scores = start
+        state = make_state(data, method, Theta.copy(), Phi.copy())
+        return PMFChain(data, state, a0, b0, chain_rng), {"loglik": scores}
 
     with numba_threads(threads), blas_single():
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
