@@ -134,14 +134,51 @@ def test_every_claim_has_a_row_when_its_experiment_is_absent(exp):
     assert (card["experiment"] == exp).any()
 
 
-def test_e4_held_out_block_must_be_predictable():
-    means = {"private": {0.25: 1.0}, "naive": {0.25: 2.0}, "nonprivate": 1.0}
-    held = table("e4", "eps_n", [0.25], "heldout_mae", means, extra={"heldout": 10})
-    held["heldout_baseline_mae"] = 5.0
+def test_e4_held_out_cells_must_be_predictable_in_deviance_paired_by_mask():
+    means = {"private": {0.25: 1.0}, "naive": {0.25: 2.0}, "nonprivate": 3.0}
+    held = table("e4", "eps_n", [0.25], "heldout_deviance", means, extra={"heldout": 10})
+    held["heldout_mae"] = 1.0
     claim = "E4: held-out links are predictable (non-private below baseline)"
+    # each replicate's mask moves the fit and its baseline alike: 0.3 below on every mask,
+    # with masks ranging over 3: the paired difference decides, the unpaired spread would not
+    spread = 3.0 * held["replicate"]
+    held["heldout_deviance"] += spread
+    held["heldout_baseline_deviance"] = held["heldout_deviance"] + 0.3
     assert verdicts(claims.scorecard(held), claim) == [claims.PASS]
-    held["heldout_baseline_mae"] = 1.0  # the fit predicts no better than the mean count
+    held["heldout_baseline_deviance"] = held["heldout_deviance"] - 0.3  # worse than the baseline
     assert verdicts(claims.scorecard(held), claim) == [claims.FAIL]
+    # a fit that merely ties the baseline up to noise does not pass
+    held["heldout_baseline_deviance"] = held["heldout_deviance"] + [0.2, -0.2, 0.1] * 3
+    assert verdicts(claims.scorecard(held), claim) == [claims.FAIL]
+    assert verdicts(claims.scorecard(held.drop(columns="heldout_baseline_deviance")),
+                    claim) == [claims.NOT_RUN]
+
+
+def test_private_below_nonprivate_in_sample_and_held_out():
+    means = {"private": {0.25: 0.8}, "private-collapsed": {0.25: 1.3}, "naive": {0.25: 2.0},
+             "nonprivate": 1.2}
+    full = table("e4", "eps_n", [0.25], "mae_y", means, extra={"heldout": 0})
+    held = table("e4", "eps_n", [0.25], "heldout_mae", means, extra={"heldout": 161})
+    held["mae_y"] = 99.0  # never read: in-sample MAE comes from the run without held-out cells
+    card = claims.scorecard(pd.concat([full, held], ignore_index=True))
+    for what in ("MAE", "held-out MAE"):
+        claim = f"E4: private {what} below non-private"
+        assert verdicts(card, f"{claim} (private)") == [claims.PASS]
+        assert verdicts(card, f"{claim} (private-collapsed)") == [claims.FAIL]
+    numbers = card.loc[card["claim"] == "E4: private MAE below non-private (private)", "numbers"]
+    assert "vs nonprivate 1.19" in numbers.iloc[0]
+
+
+def test_private_umass_above_nonprivate_read_at_the_quietest_level():
+    means = {"private": {0.5: -120.0, 2.0: -70.0}, "naive": {0.5: -130.0, 2.0: -90.0},
+             "nonprivate": -75.0}
+    card = claims.scorecard(table("e3", "eps_n", [0.5, 2.0], "umass", means, sd=0.5))
+    claim = "E3: private UMass above non-private (private)"
+    assert verdicts(card, claim) == [claims.PASS]
+    assert "eps_n=2 (quietest)" in card.loc[card["claim"] == claim, "compared"].iloc[0]
+    means["private"] = {0.5: -60.0, 2.0: -76.0}  # above non-private only where noisiest
+    card = claims.scorecard(table("e3", "eps_n", [0.5, 2.0], "umass", means, sd=0.5))
+    assert verdicts(card, claim) == [claims.FAIL]
 
 
 def test_coherence_is_decided_only_where_the_noise_degrades_naive():

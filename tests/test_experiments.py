@@ -240,6 +240,45 @@ def test_other_configs_mean_the_same_merged_or_alone(name):
     grid.check_config(other)
 
 
+def test_the_real_data_config_sets_every_enron_experiment_and_keeps_the_default_simulations():
+    """config/enron.yaml extends the default: E1-E4 are its own (every key the default sets is
+    set again, so nothing leaks from the offline sizes), S1-S3 and V1 are the default's."""
+    from snakemake.utils import update_config, validate
+
+    default = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    real = yaml.safe_load((ROOT / "config/enron.yaml").read_text())
+    merged = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    update_config(merged, real)
+    for exp, spec_ in merged["experiments"].items():
+        want = real["experiments"][exp] if exp.startswith("e") else default["experiments"][exp]
+        assert {k: v for k, v in spec_.items() if k in want} == want, exp
+        if exp.startswith("e"):
+            assert set(default["experiments"][exp]) <= set(want), exp
+    assert merged["results"] != default["results"]
+    assert "--top-actors 161" in merged["enron"]["datasets"]["network"]["args"]
+    validate(merged, str(ROOT / "workflow/schemas/config.schema.yaml"))  # fills defaults
+    grid.check_config(merged)
+
+
+@pytest.mark.parametrize("enron, ok", [
+    ({"size": 1_000, "sha256": "ab" * 32}, True),
+    ({"size": None, "sha256": None}, True),
+    ({"sha256": "not-a-hash"}, False),
+    ({"size": 0}, False),
+])
+def test_the_schema_takes_the_download_checks(enron, ok):
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    merged = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    merged["enron"].update(enron)
+    if ok:
+        validate(merged, str(ROOT / "workflow/schemas/config.schema.yaml"))
+    else:
+        with pytest.raises(WorkflowError):
+            validate(merged, str(ROOT / "workflow/schemas/config.schema.yaml"))
+
+
 def test_figure_fits_are_chosen_from_the_figure_name():
     s = spec(truth={"kind": "pmf"}, fix_truth=["phi"], privacy={"alpha": [0.1, 0.5, 0.9]},
              components=[3, 4], methods=["private", "naive", "nonprivate"])

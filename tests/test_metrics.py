@@ -255,6 +255,48 @@ def test_evaluate_fit_reports_the_papers_measures():
     assert "coverage90" not in out
 
 
+def test_poisson_deviance_is_twice_the_kl_with_the_count_as_mean_and_smallest_at_the_mean():
+    y = np.array([0.0, 1.0, 4.0])
+    mu = np.array([0.5, 2.0, 4.0])
+    by_hand = 2 * np.array([0.5, np.log(1 / 2) - 1 + 2, 0.0])
+    assert metrics.poisson_deviance(mu, y) == pytest.approx(by_hand.mean())
+    # a consistent score for the mean: over Poisson(3) draws the constant 3 scores best,
+    # while MAE prefers the median of a skewed count (here 0 for a Poisson(0.5))
+    draws = np.random.default_rng(0).poisson(3.0, 20000)
+    scores = [metrics.poisson_deviance(np.full(draws.shape, c), draws) for c in (2.7, 3.0, 3.3)]
+    assert scores[1] < min(scores[0], scores[2])
+    skewed = np.random.default_rng(1).poisson(0.5, 20000)
+    assert metrics.mae(np.zeros(skewed.shape), skewed) < metrics.mae(np.full(skewed.shape, 0.5),
+                                                                   skewed)
+
+
+def test_row_column_baseline_uses_observed_cells_only():
+    Y = np.array([[0.0, 2.0, 9.0], [1.0, 3.0, 5.0]])
+    observed = np.array([[False, True, False], [True, True, True]])
+    m = 11.0 / 4  # observed counts 2, 1, 3, 5 over 4 cells
+    rows = np.array([(2 + m) / 2, (9 + m) / 4])  # one pseudo-cell at m per row and column
+    cols = np.array([(1 + m) / 2, (5 + m) / 3, (5 + m) / 2])
+    np.testing.assert_allclose(metrics.row_column_baseline(Y, observed),
+                               np.outer(rows, cols) / m)
+    Y[0, 2] = 1e6  # held out: never read
+    np.testing.assert_allclose(metrics.row_column_baseline(Y, observed),
+                               np.outer(rows, cols) / m)
+    Y[0] = 0.0  # a row with no observed count still gets a positive rate
+    assert (metrics.row_column_baseline(Y, observed) > 0).all()
+
+
+def test_evaluate_fit_scores_held_out_cells_by_deviance_against_the_row_column_baseline():
+    rng = np.random.default_rng(4)
+    truth = synthetic.community_truth(rng, 40, 4, 0.3, 0.3)
+    mask = rng.random(truth["Y"].shape) < 0.2
+    out = metrics.evaluate_fit("community", {"mu_hat": truth["mu"]}, truth, mask=mask)
+    held = mask & ~np.eye(40, dtype=bool)
+    assert out["heldout_deviance"] == pytest.approx(
+        metrics.poisson_deviance(truth["mu"], truth["Y"], held))
+    # the true rates of a block model predict held-out counts better than row x column means
+    assert out["heldout_deviance"] < out["heldout_baseline_deviance"]
+
+
 def test_convergence_reads_the_fit_diagnostics():
     fit = {"diag_rhat_loglik": np.float64(1.2), "diag_ess_bulk_loglik": np.float64(40.0),
            "diag_ess_tail_loglik": np.float64(30.0), "diag_rhat_mu": np.array([1.01, np.nan, 1.3]),

@@ -383,3 +383,36 @@ def test_config_strings_reach_the_shell_as_single_words(tmp_path):
         paths = [w for w in words if "results" in w and w.endswith((".npz", ".npy", ".log"))]
         assert paths and all(w.startswith("my results & co/") for w in paths), command
     assert any("https://example.org/enron.tgz?a=1&b=2" in shlex.split(c) for c in commands)
+
+
+
+def test_real_data_config_dry_runs_on_any_source(tmp_path):
+    """config/enron.yaml with its source replaced by a second config file: the network is cut
+    to the 161 most active actors and E4 holds out a random share of every actor's cells."""
+    override = tmp_path / "source.yaml"
+    override.write_text("enron: {source: synthetic}\n")
+    result = snakemake("-n", "-p", "--configfile", str(ROOT / "config/enron.yaml"),
+                       str(override), cwd=tmp_path)
+    text = result.stdout + result.stderr
+    assert "--top-actors 161" in text and "results/real/e4/" in text
+    assert "--top 161 --fraction 0.2" in text
+
+
+def test_download_is_a_local_rule_that_checks_the_configured_size_and_hash(tmp_path):
+    override = tmp_path / "source.yaml"
+    override.write_text(f"enron: {{source: 'https://example.org/enron.tar.gz', size: 123, "
+                        f"sha256: {'ab' * 32}}}\n")
+    result = snakemake("-n", "-p", "--configfile", str(ROOT / "config/config.yaml"),
+                       str(override), "--until", "enron_download", cwd=tmp_path)
+    assert f"--size 123 --sha256 {'ab' * 32}" in result.stdout + result.stderr
+    # compute nodes are often offline: the download runs where Snakemake runs
+    code = ("from pathlib import Path; from snakemake.api import SnakemakeApi;"
+            "from snakemake.settings.types import ConfigSettings, ResourceSettings\n"
+            "with SnakemakeApi() as api:\n"
+            f"    wf = api.workflow(ResourceSettings(cores=1), ConfigSettings(configfiles="
+            f"[Path({str(ROOT / 'config/config.yaml')!r})]),"
+            f" snakefile=Path({str(ROOT / 'Snakefile')!r}), workdir=Path('.'))\n"
+            "    print(sorted(wf._workflow._localrules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, check=True).stdout
+    assert "'enron_download'" in out

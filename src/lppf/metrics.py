@@ -5,6 +5,11 @@ Conventions
 * Errors are means over the evaluated cells (``cells``: a boolean mask, default all).
 * Poisson KL: ``KL(Pois(mu*) || Pois(mu_hat)) = mu* ln(mu*/mu_hat) - mu* + mu_hat`` with
   ``0 ln 0 = 0`` (``scipy.special.rel_entr``).
+* Poisson deviance of a count y under a predicted mean mu: ``2 (y ln(y/mu) - y + mu)``, i.e.
+  twice the Poisson KL with the count in place of mu*. It is a consistent scoring function for
+  the mean (a Bregman divergence: its expectation is smallest at mu = E[y]), where MAE is one
+  for the median; on sparse, heavy-tailed counts the median is 0 and MAE rewards predicting
+  nothing, so held-out prediction of counts is scored by deviance.
 * Topic quality uses document co-occurrence in the reference corpus ``Y_DV`` (the true data):
   ``D(w)`` documents containing w, ``D(w, w')`` documents containing both.
   UMass (Mimno et al., 2011): for the top words w_1..w_M of a topic in order of decreasing
@@ -44,6 +49,24 @@ def heldout_mae(mu_hat: np.ndarray, Y: np.ndarray, mask: np.ndarray,
                 cells: np.ndarray | None = None) -> float:
     """MAE over the held-out cells (``mask`` True) that are also in ``cells``."""
     return mae(mu_hat, Y, np.asarray(mask, dtype=bool) & _cells(Y.shape, cells))
+
+
+def poisson_deviance(mu_hat: np.ndarray, Y: np.ndarray, cells: np.ndarray | None = None) -> float:
+    """Mean over ``cells`` of the Poisson deviance ``2 (y ln(y/mu_hat) - y + mu_hat)``."""
+    return 2.0 * poisson_kl(np.asarray(Y, dtype=float), mu_hat, cells)
+
+
+def row_column_baseline(Y: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Rates ``mu_ij = r_i c_j / m`` from the observed cells only (the independence model):
+    ``r_i``, ``c_j`` the mean observed count of row i and column j and ``m`` the overall one.
+    Each row and column mean counts one extra cell at ``m`` (so no rate is 0 where a row or
+    column has no observed count). Returns (n_rows, n_cols)."""
+    obs = np.asarray(observed, dtype=bool)
+    Y_obs = np.where(obs, Y, 0).astype(float)
+    m = Y_obs.sum() / max(obs.sum(), 1)
+    r = (Y_obs.sum(axis=1) + m) / (obs.sum(axis=1) + 1)
+    c = (Y_obs.sum(axis=0) + m) / (obs.sum(axis=0) + 1)
+    return np.outer(r, c) / m if m > 0 else np.zeros(Y.shape)
 
 
 def poisson_kl(mu_true: np.ndarray, mu_hat: np.ndarray, cells: np.ndarray | None = None) -> float:
@@ -254,7 +277,9 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
     ``mae_y`` (mu_hat vs the true counts Y); with the true rates ``mu``: ``mae_mu`` and ``kl``;
     with the true ``phi`` (pmf): ``topic_l1`` (:func:`topic_error` of the max-joint sample);
     with ``mask`` (True = held out): ``heldout_mae`` and ``heldout_baseline_mae`` (the
-    held-out MAE of predicting the mean observed count everywhere); with ``coherence``:
+    held-out MAE of predicting the mean observed count everywhere), ``heldout_deviance`` and
+    ``heldout_baseline_deviance`` (mean Poisson deviance of mu_hat and of
+    :func:`row_column_baseline` over the held-out cells); with ``coherence``:
     ``npmi`` and ``umass`` of every saved Phi sample; with ``private`` (``Y_noisy``,
     ``alpha``): ``coverage90`` over cells that were observed; MCMC fits: :func:`convergence`.
     Community models are evaluated off the diagonal.
@@ -274,6 +299,10 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
         # what a fit that learned nothing about the held-out links would score
         out["heldout_baseline_mae"] = heldout_mae(np.full(Y.shape, Y[observed].mean()), Y,
                                                   mask, cells)
+        held = np.asarray(mask, dtype=bool) & _cells(Y.shape, cells)
+        out["heldout_deviance"] = poisson_deviance(mu_hat, Y, held)
+        out["heldout_baseline_deviance"] = poisson_deviance(row_column_baseline(Y, observed),
+                                                            Y, held)
     if coherence:
         out.update(topic_quality(Y, fit["phi_samples"] if "phi_samples" in fit else fit["phi"]))
     if private is not None:

@@ -124,6 +124,12 @@ def enron_source():
     return source
 
 
+def download_args(wildcards):
+    """--size / --sha256 of the download, for the keys that are set."""
+    enron = config["enron"]
+    return "".join(f" --{k} {enron[k]}" for k in ("size", "sha256") if enron.get(k))
+
+
 def truth_path(exp, setting, rep):
     """The true counts of one replicate: the Enron matrix itself for truth kind `data`."""
     truth = EXPERIMENTS[exp]["truth"]

@@ -21,6 +21,11 @@ rule enron_synth_maildir:
         "lppf enron synth-maildir {output:q} --seed {params.seed} {params.args} > {log:q} 2>&1"
 
 
+# The download needs the network, which compute nodes often lack: it runs on the submit host.
+localrules:
+    enron_download,
+
+
 rule enron_download:
     output:
         f"{R}/enron/download/enron_mail.tar.gz",
@@ -36,8 +41,9 @@ rule enron_download:
         runtime=120,
     params:
         url=config["enron"]["source"],
+        verify=download_args,
     shell:
-        "lppf enron download {params.url:q} {output:q} --quiet > {log:q} 2>&1"
+        "lppf enron download {params.url:q} {output:q}{params.verify} --quiet > {log:q} 2>&1"
 
 
 rule enron_dataset:

@@ -14,7 +14,8 @@ from lppf.io import load_npz
 PRIVACY = {"alpha": "alpha", "eps_n": "eps / N", "eps_mean": "eps (N = mean y)",
            "beta_mean": "mean alpha_d"}
 METRIC_NAMES = {"kl": "mean Poisson KL(mu* || mu-hat)", "mae_y": "MAE vs true Y",
-                "heldout_mae": "held-out MAE", "npmi": "NPMI", "umass": "UMass coherence",
+                "heldout_mae": "held-out MAE", "heldout_deviance": "held-out Poisson deviance",
+                "npmi": "NPMI", "umass": "UMass coherence",
                 "mae_mu": "MAE vs mu*", "topic_l1": "topic error (L1, aligned)"}
 
 
@@ -82,16 +83,24 @@ def error_vs_privacy(smk):
 
 
 def heldout_by_components(smk):
-    """E4 (004): MAE (everything observed) and held-out MAE by the number of communities C."""
+    """E4 (004): MAE (everything observed), held-out MAE and held-out Poisson deviance (with
+    the row x column baseline of each mask) by the number of communities C."""
     df = fits_table(smk)
     x = privacy_column(df)
     df = spread_nonprivate(df, x)
     full = df[df["heldout"].fillna(0) == 0].assign(metric=METRIC_NAMES["mae_y"], value=df["mae_y"])
     held = df[df["heldout"].fillna(0) > 0]
-    held = held.assign(metric=METRIC_NAMES["heldout_mae"], value=held["heldout_mae"])
-    g = sns.catplot(pd.concat([full, held]), x="K", y="value", hue="method", col="metric",
-                    row=x, kind="point", errorbar="sd", sharey=False, height=3, dodge=0.3)
-    g.set_axis_labels("number of communities C", "MAE")
+    parts = [full, held.assign(metric=METRIC_NAMES["heldout_mae"], value=held["heldout_mae"])]
+    if "heldout_deviance" in held and held["heldout_deviance"].notna().any():
+        name = METRIC_NAMES["heldout_deviance"]
+        base = held[held["method"].str.startswith("nonprivate")]
+        parts += [held.assign(metric=name, value=held["heldout_deviance"]),
+                  base.assign(metric=name, value=base["heldout_baseline_deviance"],
+                              method="row x column baseline")]
+    g = sns.catplot(pd.concat(parts, ignore_index=True), x="K", y="value", hue="method",
+                    col="metric", row=x, kind="point", errorbar="sd", sharey=False, height=3,
+                    dodge=0.3)
+    g.set_axis_labels("number of communities C", "error")
     return g.figure
 
 

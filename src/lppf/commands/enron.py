@@ -59,10 +59,13 @@ def run_network(args: argparse.Namespace) -> int:
 
     stem = _stem(args.output, ".actors.csv", ".summary.csv")
     corpus = _read(args, lambda raw: False)
-    Y_VV, actors = build_network(corpus.emails, args.min_sent, args.min_total)
+    Y_VV, actors = build_network(corpus.emails, args.min_sent, args.min_total, args.top_actors)
     if Y_VV.shape[0] < 2:
         raise InputError(f"{args.source}: {Y_VV.shape[0]} actor(s) pass --min-sent "
                          f"{args.min_sent} and --min-total {args.min_total}; need at least 2")
+    if args.top_actors and Y_VV.shape[0] < args.top_actors:
+        print(f"{args.output}: only {Y_VV.shape[0]} actors pass the thresholds "
+              f"(--top-actors {args.top_actors})", file=sys.stderr)
     summary = Counter({"actors": Y_VV.shape[0], "sender-recipient counts in Y": int(Y_VV.sum())})
     write_files([(f"{stem}.actors.csv", text_writer(actors.to_csv(index=False))),
                  (f"{stem}.summary.csv", text_writer(_summary_csv(corpus.summary, summary))),
@@ -108,6 +111,9 @@ def run_download(args: argparse.Namespace) -> int:
         raise InputError(f"{url}: not a URL (http:// or https://)")
     path = download(url, output, args.sha256, args.size, _progress(args))
     print(f"{path}: {path.stat().st_size} bytes")
+    if args.sha256 is None:
+        print(f"warning: {path}: not verified, no --sha256 given (CMU publishes no checksum)",
+              file=sys.stderr)
     return 0
 
 
@@ -151,6 +157,8 @@ def register(subparsers) -> None:
                    help="keep actors who sent >= this")
     p.add_argument("--min-total", type=nonnegative_int, default=100,
                    help="... and sent + received >= this (default: %(default)s)")
+    p.add_argument("--top-actors", type=positive_int, default=None, metavar="N",
+                   help="then keep the N most active of them (sent + received; default all)")
     p.set_defaults(func=run_network)
 
     p = sub.add_parser("docterm", help="document-term count matrix Y (D x V)")

@@ -1,7 +1,8 @@
 """``lppf evaluate``: one fit against the truth -> one small JSON file of metrics.
 
 Metrics (see :mod:`lppf.metrics`): ``mae_y`` (mu_hat vs the true counts), ``mae_mu`` and
-``kl`` (vs the true rates, when the truth has ``mu``), ``heldout_mae`` (with ``--mask``),
+``kl`` (vs the true rates, when the truth has ``mu``), ``heldout_mae`` and
+``heldout_deviance`` with their baselines (with ``--mask``),
 ``topic_l1`` (pmf truths with ``phi``: topic recovery of the max-joint sample),
 ``npmi`` and ``umass`` (``--coherence``; every saved Phi sample, true counts as reference
 corpus), ``coverage90`` (``--privatized``: share of random observed cells whose true count lies

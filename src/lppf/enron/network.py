@@ -2,8 +2,10 @@
 
 Every distinct recipient of an email (To | Cc | Bcc, minus the sender) gets one count. An
 actor is kept if, over the whole deduplicated corpus (before any restriction, one pass),
-they sent at least ``min_sent`` emails and sent + received at least ``min_total``. Actors are
-ordered by sent + received, descending (ties by address), so the most active come first.
+they sent at least ``min_sent`` emails and sent + received at least ``min_total``; with
+``top_actors`` only the ``top_actors`` most active of those are kept (a size that does not
+depend on how many mailboxes the source holds). Actors are ordered by sent + received,
+descending (ties by address), so the most active come first.
 """
 
 from __future__ import annotations
@@ -30,22 +32,24 @@ def actor_counts(emails: Iterable[Email]) -> pd.DataFrame:
     return frame.fillna(0).astype("int64").rename_axis("address")
 
 
-def select_actors(counts: pd.DataFrame, min_sent: int = 1, min_total: int = 100) -> pd.DataFrame:
-    """Kept actors (``min_sent`` and ``min_total`` thresholds), most active first."""
+def select_actors(counts: pd.DataFrame, min_sent: int = 1, min_total: int = 100,
+                  top_actors: int | None = None) -> pd.DataFrame:
+    """Kept actors (``min_sent`` and ``min_total`` thresholds, then at most ``top_actors``
+    of them), most active first."""
     total = counts["sent"] + counts["received"]
     kept = counts[(counts["sent"] >= min_sent) & (total >= min_total)]
     order = np.lexsort((kept.index.to_numpy(), -total[kept.index].to_numpy()))
-    return kept.iloc[order]
+    return kept.iloc[order[:top_actors]]
 
 
-def build_network(emails: list[Email], min_sent: int = 1,
-                  min_total: int = 100) -> tuple[np.ndarray, pd.DataFrame]:
+def build_network(emails: list[Email], min_sent: int = 1, min_total: int = 100,
+                  top_actors: int | None = None) -> tuple[np.ndarray, pd.DataFrame]:
     """Return ``Y_VV`` (int64, zero diagonal) and the actor table
     (index, address, sent, received over the corpus; row_sum, col_sum of Y)."""
-    if min_sent < 0 or min_total < 0:
-        raise InputError(f"thresholds must be >= 0, got min_sent={min_sent}, "
-                         f"min_total={min_total}")
-    actors = select_actors(actor_counts(emails), min_sent, min_total)
+    if min_sent < 0 or min_total < 0 or (top_actors is not None and top_actors < 1):
+        raise InputError(f"thresholds must be >= 0 and top_actors >= 1, got "
+                         f"min_sent={min_sent}, min_total={min_total}, top_actors={top_actors}")
+    actors = select_actors(actor_counts(emails), min_sent, min_total, top_actors)
     index = {a: i for i, a in enumerate(actors.index)}
     pairs = [(index[m.sender], index[r]) for m in emails if m.sender in index
              for r in m.recipients if r in index]
