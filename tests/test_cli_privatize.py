@@ -154,6 +154,7 @@ def test_bad_input_files_fail_with_one_line(name, message, tmp_path, capsys):
 def _expect_error(head, options, message, tmp_path, capsys):
     _write_inputs(tmp_path)
     target = tmp_path / "out" / "noisy.npz"
+    target.parent.mkdir()
     argv = [*head, str(target), *(o.format(d=tmp_path) for o in options)]
     assert main(argv) == 2
     err = capsys.readouterr().err

@@ -166,8 +166,7 @@ def test_a_download_onto_a_directory_or_special_file_is_refused(server, tmp_path
 def test_a_file_url_makes_no_copy(tmp_path, capsys):
     secret = tmp_path / "secret.txt"
     secret.write_text("secret")
-    out = tmp_path / "out"
-    code = main(["enron", "network", secret.as_uri(), str(out / "net.npz"), "--quiet"])
+    code = main(["enron", "network", secret.as_uri(), str(tmp_path / "net.npz"), "--quiet"])
     assert code == 2 and "only http:// and https://" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["secret.txt"]
 

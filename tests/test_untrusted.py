@@ -106,6 +106,11 @@ def test_a_file_among_the_parents_is_named(tmp_path, truth):
     assert str(truth) in line
 
 
+def test_an_output_into_a_missing_directory_is_refused(tmp_path, truth):
+    refused(_privatize(truth, tmp_path / "nodir" / "x.npz"), "no such directory")
+    assert not (tmp_path / "nodir").exists()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_between_renames_leaves_every_file_or_none(tmp_path, sig):
     """The signal arrives right after the first of three renames: all three land."""

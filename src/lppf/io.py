@@ -366,13 +366,17 @@ def _target(path: PathLike) -> Path:
     return target
 
 
-def check_output(path: PathLike) -> None:
-    """Fail early (before a long computation) if ``path`` cannot be written."""
+def check_output(path: PathLike, create_dirs: bool = False) -> None:
+    """Fail early (before a long computation) if ``path`` cannot be written. Its directory
+    must exist unless ``create_dirs`` (then the nearest existing ancestor must be writable)."""
     target = _target(path)
     parent = next((p for p in (target.parent, *target.parent.parents) if p.exists()), None)
     try:
         if parent is None or not parent.is_dir():
             raise NotADirectoryError(f"{parent} is not a directory")
+        if parent != target.parent and not create_dirs:
+            raise InputError(f"{path}: no such directory {str(target.parent)!r} (create it "
+                             "first)")
         with tempfile.TemporaryFile(dir=parent):  # removed on close, even if we are killed
             pass
     except OSError as exc:

@@ -135,7 +135,7 @@ def download(url: str, dest: str | os.PathLike[str], sha256: str | None = CMU_SH
     arrived; nothing is left under ``dest`` and directories made for it are removed.
     """
     check_url(url)
-    check_output(dest)
+    check_output(dest, create_dirs=True)
     dest = Path(dest)
     if dest.is_file():
         verify(dest, size, sha256)
@@ -143,7 +143,7 @@ def download(url: str, dest: str | os.PathLike[str], sha256: str | None = CMU_SH
     part = _part(dest)
     if part.is_symlink():
         raise InputError(f"{part}: a symbolic link where the partial download goes; remove it")
-    check_output(part)
+    check_output(part, create_dirs=True)
     try:
         created = make_parents(dest.parent)
     except OSError as exc:

@@ -304,7 +304,7 @@ def _write_staged(out_dir: Path, files: dict[tuple[str, str], list[bytes]],
     """Write the maildir into a hidden directory beside it, then rename it into place (all or
     nothing: on any error or termination signal the staged files and directories made are
     removed)."""
-    check_output(out_dir / "README.md")
+    check_output(out_dir / "README.md", create_dirs=True)
     try:
         created = make_parents(out_dir)
         stage = Path(tempfile.mkdtemp(prefix=".maildir.", dir=out_dir))
