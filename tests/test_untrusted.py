@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -398,14 +399,19 @@ def test_links_out_of_the_maildir_are_not_followed(tmp_path):
 
 def test_a_deep_maildir_is_walked_without_recursion(tmp_path):
     source = _maildir(tmp_path)
-    deep = source / "maildir" / "ann-a" / "sent"
-    for _ in range(1200):  # os.makedirs would recurse
-        deep = deep / "d"
-        deep.mkdir()
-    (deep / "1.").write_text(MAIL.format("ann", "deep", 30))
-    code, err, summary = _network(source, tmp_path)
-    assert code == 0, err
-    assert summary["files read"] == 5
+    top = deep = source / "maildir" / "ann-a" / "sent"
+    try:
+        for _ in range(1200):  # os.makedirs would recurse
+            deep = deep / "d"
+            deep.mkdir()
+        (deep / "1.").write_text(MAIL.format("ann", "deep", 30))
+        code, err, summary = _network(source, tmp_path)
+        assert code == 0, err
+        assert summary["files read"] == 5
+    finally:  # deepest first: shutil.rmtree (and pytest's clean-up) recurses once per level
+        while deep != top:
+            shutil.rmtree(deep)
+            deep = deep.parent
 
 
 def test_unreadable_folders_and_special_files_are_counted(tmp_path, monkeypatch):
