@@ -87,6 +87,21 @@ def test_a_pass_on_unconverged_fits_is_counted_apart():
     assert claims.summary(card).startswith(f"claims: 0 PASS, {passed} PASS on unconverged")
 
 
+def test_each_e4_claim_rests_on_the_fits_of_its_own_setting():
+    means = {"private": {0.25: 1.0}, "naive": {0.25: 3.0}, "nonprivate": 1.2}
+    fits = pd.concat([table("e4", "eps_n", [0.25], metric, means,
+                            extra={"heldout": held, "converged": float(held == 0)})
+                      for held, metric in [(0, "mae_y"), (161, "heldout_mae")]])
+    n = len(fits) // 2
+    card = claims.scorecard(fits).set_index("claim")["converged"]
+    for claim in ["E4: private MAE below naive (private)",
+                  "E4: private MAE below non-private (private)"]:
+        assert card[claim] == f"yes ({n} of {n} fits)", claim
+    for claim in ["E4: private held-out MAE below naive (private)",
+                  "E4: private held-out MAE below non-private (private)"]:
+        assert card[claim] == f"no (0 of {n} fits)", claim
+
+
 def test_eps_levels_are_noisier_when_smaller_and_coherence_is_higher_is_better():
     means = {"private": {0.25: -1.0, 1.0: -1.0}, "private-collapsed": {0.25: -1.0, 1.0: -1.0},
              "naive": {0.25: -3.0, 1.0: -1.1}, "nonprivate": -1.0}

@@ -409,10 +409,15 @@ def converged(fits: pd.DataFrame) -> str:
     return f"{'yes' if met == len(flags) else 'no'} ({met} of {len(flags)} fits)"
 
 
+# E4's claims and whether they read the fits with held-out cells
+E4_HELDOUT = {"e4_mae": False, "e4_vs_nonprivate": False, "e4_heldout": True,
+              "e4_informative": True, "e4_heldout_vs_nonprivate": True}
+
+
 def basis(fits: pd.DataFrame, key: str, exp: str) -> pd.DataFrame:
     """The MCMC fits claim ``key`` of experiment ``exp`` rests on."""
-    if key in ("e4_mae", "e4_heldout", "e4_informative"):
-        fits = _setting(fits, exp, heldout=key != "e4_mae")
+    if key in E4_HELDOUT:
+        fits = _setting(fits, exp, heldout=E4_HELDOUT[key])
     return fits_of(fits, exp)
 
 
