@@ -111,6 +111,16 @@ def levels(df: pd.DataFrame) -> tuple[str, float, float] | None:
     return column, values[-1], values[0]
 
 
+def graded(fits: pd.DataFrame, exp: str, metric: str
+           ) -> tuple[pd.DataFrame, tuple[str, float, float] | None]:
+    """An experiment's fits and its :func:`levels`; the levels are None when no fit has a
+    value of ``metric`` (the claim is then NOT RUN)."""
+    df = fits_of(fits, exp)
+    if df.empty or metric not in df or df[metric].isna().all():
+        return df, None
+    return df, levels(df)
+
+
 def fits_of(fits: pd.DataFrame, exp: str, inference: str = "mcmc") -> pd.DataFrame:
     """The fits of one experiment that the claims read (free factors, one inference)."""
     df = fits[fits["experiment"] == exp]
@@ -179,11 +189,11 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"),
     degrades naive relative to non-private in ``metric``; elsewhere there is nothing for the
     private method to recover at this size and the row is NOT RUN, with the numbers, unless
     the private method is worse than naive by > Z SE (FAIL)."""
-    df = fits_of(fits, exp)
     claim = f"{exp.upper()}: private {what} {'above' if higher_is_better else 'below'} naive"
-    if df.empty or metric not in df or df[metric].isna().all() or levels(df) is None:
+    df, grid = graded(fits, exp, metric)
+    if grid is None:
         return [not_run(claim, source, exp, f"no {metric} fits in the table")]
-    column, level, _ = levels(df)
+    column, level, _ = grid
     out = []
     for label, group in _groups(df, list(by)):
         naive = stat(group, "naive", metric, column, level)
@@ -218,11 +228,11 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"),
 def private_close(fits, exp, source, metric, what, by=("e0", "K"), at="quietest",
                   methods=PRIVATE) -> list[dict]:
     """Each private method close to non-private in ``metric`` at one privacy level."""
-    df = fits_of(fits, exp)
     claim = f"{exp.upper()}: private {what} close to non-private"
-    if df.empty or metric not in df or df[metric].isna().all() or levels(df) is None:
+    df, grid = graded(fits, exp, metric)
+    if grid is None:
         return [not_run(claim, source, exp, f"no {metric} fits in the table")]
-    column, noisiest, quietest = levels(df)
+    column, noisiest, quietest = grid
     level = noisiest if at == "noisiest" else quietest
     out = []
     for label, group in _groups(df, list(by)):
@@ -288,12 +298,12 @@ def private_vs_nonprivate(fits, exp, source, metric, what, by=("K",), at="noisie
     """Each private method below (or above) non-private in ``metric`` at one privacy level:
     004's "lower error than the nonprivate approach" and "even obtains higher quality topics
     than the nonprivate approach". Non-private fits see no noise; replicates are unpaired."""
-    df = fits_of(fits, exp)
     word = "above" if higher_is_better else "below"
     claim = f"{exp.upper()}: private {what} {word} non-private"
-    if df.empty or metric not in df or df[metric].isna().all() or levels(df) is None:
+    df, grid = graded(fits, exp, metric)
+    if grid is None:
         return [not_run(claim, source, exp, f"no {metric} fits in the table")]
-    column, noisiest, quietest = levels(df)
+    column, noisiest, quietest = grid
     level = noisiest if at == "noisiest" else quietest
     out = []
     for label, group in _groups(df, list(by)):

@@ -24,7 +24,6 @@ Conventions
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 from scipy import special
@@ -235,13 +234,6 @@ def rate_samples(model: str, samples: dict[str, np.ndarray], rows: np.ndarray,
     if model == "pmf":
         return np.einsum("snk,skn->sn", theta[:, rows], samples["phi"][:, :, cols])
     return np.einsum("snc,scd,snd->sn", theta[:, rows], samples["pi"], theta[:, cols])
-
-
-def benchmark_seconds(path: str | os.PathLike[str]) -> float:
-    """Wall-clock seconds in a Snakemake benchmark file (mean over its repeats)."""
-    import pandas as pd  # only V1's evaluations read a benchmark: imported there
-
-    return float(pd.read_csv(path, sep="\t")["s"].mean())
 
 
 def _factor_samples(fit, names: tuple[str, str]) -> dict[str, np.ndarray] | None:

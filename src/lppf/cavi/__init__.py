@@ -3,7 +3,7 @@
 Methods: ``private`` (the published scheme: mode spike for the Bessel count, lambda factors,
 delta method; no tractable ELBO), ``private-collapsed`` (exact optimal q(y) ∝ S^y / y!
 alpha^|y~ - y|, closed-form truncated-Poisson expectations), ``naive`` (max(y~, 0) treated as
-true counts) and ``nonprivate`` (true counts). See the README, "Variational inference (CAVI)".
+true counts) and ``nonprivate`` (true counts). See docs/method.md, "Variational inference (CAVI)".
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ INPUT is the output of ``lppf privatize`` (keys ``Y_noisy``, ``alpha``) for the 
 naive methods, or an ``.npz`` with the true counts ``Y`` for ``nonprivate``; or a table
 (``.csv``, ``.tsv``, ``.txt``) or Matrix Market file (``.mtx``) of counts, with the noise
 level given by ``--alpha`` or ``--epsilon``/``--precision``. OUTPUT gets the fit ``.npz``
-(written atomically; layout in the README, "Output .npz").
+(written atomically; layout in docs/usage.md, "Output .npz").
 """
 
 from __future__ import annotations
