@@ -31,7 +31,7 @@ from lppf.cavi import _loop
 from lppf.cavi._local import LOCALS
 from lppf.cavi.expectations import collapsed_local, private_local
 from lppf.cavi.pmf import PMFModel
-from lppf.results import FitData
+from lppf.validation import FitData
 
 CASES = {"light": (0.5, 3.5), "heavy": (0.1, 0.4)}
 METHODS = ("private", "private-collapsed")

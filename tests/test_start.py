@@ -8,7 +8,7 @@ import pytest
 
 from lppf import mechanisms, synthetic
 from lppf.mcmc import _start
-from lppf.results import FitData
+from lppf.validation import FitData
 
 
 @pytest.fixture(scope="module")

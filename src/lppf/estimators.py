@@ -7,7 +7,7 @@
 
 The estimators are scikit-learn estimators (``clone``, ``get_params``, ``Pipeline``,
 ``GridSearchCV``). ``__init__`` only stores its arguments; :meth:`fit` validates them and the
-data with :mod:`lppf.validation` (raising :class:`lppf.io.InputError` with a one-line
+data with :mod:`lppf.validation` (raising :class:`lppf.validation.InputError` with a one-line
 message), runs the backend
 (:mod:`lppf.mcmc` or :mod:`lppf.cavi`) and copies the :class:`lppf.results.FitResult` into
 attributes ending in ``_``. The fit itself is :mod:`lppf.fitting`, which ``lppf fit`` calls
@@ -28,9 +28,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from lppf import fitting
 from lppf._numba import threads as numba_threads
 from lppf.fitting import DEFAULTS
-from lppf.io import InputError
-from lppf.results import FitData, FitResult
-from lppf.validation import factor_shapes
+from lppf.results import FitResult
+from lppf.validation import FitData, InputError, factor_shapes
 
 
 class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):

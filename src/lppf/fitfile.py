@@ -3,7 +3,7 @@
 :func:`read_fit` reads a fit ``.npz`` (the layout of :meth:`lppf.fitting.Fit.to_arrays`),
 :func:`read_truth` a truth ``.npz`` (``lppf simulate``), :func:`read_privatized` the output of
 ``lppf privatize`` and :func:`read_mask` a held-out mask, each against the shape of the true
-counts. Every refusal is one :class:`~lppf.io.InputError` line naming the file and the key.
+counts. Every refusal is one :class:`~lppf.validation.InputError` line naming the file and the key.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from lppf.io import COUNT_LIMIT, InputError, as_count_matrix, load_npy, load_npz, require_key
-from lppf.mechanisms import check_alpha
-from lppf.results import MODELS
+from lppf.io import load_npy, load_npz, require_key
+from lppf.validation import COUNT_LIMIT, MODELS, InputError, as_count_matrix, check_alpha
 
 PathLike = str | os.PathLike[str]
 FACTORS = {"pmf": ("theta", "phi"), "community": ("theta", "pi")}

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from lppf.io import NAME_KEYS, InputError, load_json_entry, load_npz, require_key, save_npz
-from lppf.results import FitData, FitResult
-from lppf.validation import check_params, fit_data
+from lppf.io import NAME_KEYS, load_json_entry, load_npz, require_key, save_npz
+from lppf.results import FitResult
+from lppf.validation import FitData, InputError, check_params, fit_data
 
 DEFAULTS: dict[str, Any] = {
     "n_components": 10,

@@ -1,7 +1,9 @@
-"""The data a fit consumes and the result every inference backend returns.
+"""The result every inference backend returns.
 
-MCMC (:mod:`lppf.mcmc`) and CAVI (:mod:`lppf.cavi`) backends share these types, so the
-estimators, the CLI and the workflow write one ``.npz`` layout whatever the backend.
+MCMC (:mod:`lppf.mcmc`) and CAVI (:mod:`lppf.cavi`) backends share this type, so the
+estimators, the CLI and the workflow write one ``.npz`` layout whatever the backend. The
+data a fit consumes, :class:`~lppf.validation.FitData`, is built by
+:func:`lppf.validation.fit_data`.
 """
 
 from __future__ import annotations
@@ -11,29 +13,8 @@ from typing import Any
 
 import numpy as np
 
-METHODS = ("private", "private-collapsed", "naive", "nonprivate")
-PRIVATE_METHODS = ("private", "private-collapsed")  # methods with latent true counts
-INFERENCES = ("mcmc", "cavi")
-MODELS = ("pmf", "community")
-
-
-@dataclass(frozen=True)
-class FitData:
-    """Validated inputs of a fit.
-
-    Y : (n_rows, n_cols) int64. Privatized counts for ``private*``/``naive``, true counts for
-        ``nonprivate``.
-    alpha : float64 array broadcastable to Y (shape (), (n_rows, 1) or (n_rows, n_cols));
-        all zeros for ``nonprivate``. alpha = 0 marks a noiseless cell.
-    mask : (n_rows, n_cols) bool, True = held out (contributes nothing). For the community
-        model the diagonal is always held out.
-    fix : factors held at given values, e.g. ``{"phi": Phi_KV}``.
-    """
-
-    Y: np.ndarray
-    alpha: np.ndarray
-    mask: np.ndarray
-    fix: dict[str, np.ndarray] = field(default_factory=dict)
+# re-exported from their present home, lppf.validation, for code written against them here
+from lppf.validation import INFERENCES, METHODS, MODELS, PRIVATE_METHODS, FitData  # noqa: F401
 
 
 @dataclass

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lppf.results import FitData, FitResult
+from lppf.results import FitResult
+from lppf.validation import FitData
 
 
 def fit_cavi(model: str, data: FitData, *, method: str, n_components: int, a0: float, b0: float,

@@ -19,7 +19,8 @@ from lppf.cavi.expectations import (
     gamma_moments,
     point_moments,
 )
-from lppf.results import FitData, FitResult
+from lppf.results import FitResult
+from lppf.validation import FitData
 
 INIT_SHAPE = 2.0  # shape of the random initial q factors; their means are set from the data
 EM_STEPS = 100  # EM steps of the observed data that give each restart its initial means

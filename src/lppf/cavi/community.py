@@ -12,7 +12,8 @@ from numba import njit
 
 from lppf.cavi._loop import GammaModel, fit
 from lppf.cavi.expectations import Moments, cell_dot
-from lppf.results import FitData, FitResult
+from lppf.results import FitResult
+from lppf.validation import FitData
 
 
 @njit(cache=True)

@@ -8,7 +8,8 @@ import numpy as np
 
 from lppf.cavi._loop import GammaModel, fit
 from lppf.cavi.expectations import Moments, cell_dot
-from lppf.results import FitData, FitResult
+from lppf.results import FitResult
+from lppf.validation import FitData
 
 
 class PMFModel(GammaModel):

@@ -19,7 +19,8 @@ import numpy as np
 from lppf import metrics
 from lppf.commands import _types
 from lppf.fitfile import read_fit, read_mask, read_privatized, read_truth
-from lppf.io import InputError, write_text
+from lppf.io import write_text
+from lppf.validation import InputError
 
 
 def _check_topics(args, fit: dict, truth: dict) -> None:

@@ -6,7 +6,8 @@ import importlib
 
 import numpy as np
 
-from lppf.results import MODELS, FitData, FitResult
+from lppf.results import FitResult
+from lppf.validation import MODELS, FitData
 
 _BACKENDS = {"pmf": ("lppf.mcmc.pmf", "fit_pmf_mcmc"),
              "community": ("lppf.mcmc.community", "fit_community_mcmc")}

@@ -45,7 +45,7 @@ import math
 import numpy as np
 
 from lppf.cavi.expectations import collapsed_local
-from lppf.results import PRIVATE_METHODS, FitData
+from lppf.validation import PRIVATE_METHODS, FitData
 
 # independent EM runs per chain (the best by the observed-data log likelihood is kept):
 # community chains shrink their start during burn-in and gain more from one more chain

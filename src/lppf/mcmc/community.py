@@ -47,7 +47,8 @@ from lppf._numba import (
 from lppf._numba import threads as numba_threads
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc._start import RESTARTS, best_start
-from lppf.results import PRIVATE_METHODS, FitData, FitResult
+from lppf.results import FitResult
+from lppf.validation import PRIVATE_METHODS, FitData
 
 INIT_CHAINS = RESTARTS["community"]  # EM restarts of each chain's start
 FLOOR = 1e-100  # gamma draws are floored here so that products of three never underflow

@@ -47,7 +47,8 @@ from lppf._numba import threads as numba_threads
 from lppf.counts import sample_counts_collapsed, sample_counts_private
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc._start import best_start
-from lppf.results import PRIVATE_METHODS, FitData, FitResult
+from lppf.results import FitResult
+from lppf.validation import PRIVATE_METHODS, FitData
 
 _FLOOR = np.finfo(np.float64).tiny  # gamma draws that underflow to 0 are lifted to this
 _PROD_MIN, _PROD_MAX = 1e-150, 1e150  # range of a running product of powers of rates
