@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from lppf.io import NAME_KEYS, load_json_entry, load_npz, require_key, save_npz
-from lppf.results import FitResult
+from lppf.results import FACTORS, SECONDS, FitResult
 from lppf.validation import FitData, InputError, check_params, fit_data
 
 DEFAULTS: dict[str, Any] = {
@@ -117,22 +117,10 @@ class Fit:
     names: dict[str, np.ndarray] = field(default_factory=dict)
 
     def to_arrays(self, input_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-        """The fit as the arrays of the ``.npz`` layout (see docs, "Output .npz")."""
-        r = self.result
-        out: dict[str, Any] = {"mu_hat": r.mu_hat, **r.factors}
-        if r.y_hat is not None:
-            out["y_hat"] = r.y_hat
-        out.update({f"{k}_samples": v for k, v in r.samples.items()})
-        if r.log_joint is not None:
-            out["log_joint"] = r.log_joint
-        out.update({f"trace_{k}": v for k, v in r.trace.items()})
-        out.update({f"q_{k}": v for k, v in r.variational.items()})
-        out["elapsed_seconds"] = np.float64(self.seconds)
-        out.update({f"elapsed_{k}": np.float64(v) for k, v in r.elapsed.items()
-                    if k != "total"})
-        out.update({f"extra_{k}": np.asarray(v) for k, v in r.extra.items()})
-        out.update({f"diag_{k}": np.asarray(v) for k, v in r.diagnostics.items()})
-        out["iterations"] = np.int64(r.n_iter)
+        """The fit as the arrays of the ``.npz`` layout (docs/usage.md, "Output .npz"): the
+        result's (:meth:`~lppf.results.FitResult.to_arrays`), then ``seed``, ``config``,
+        ``alpha`` and the row and column names."""
+        out = self.result.to_arrays(self.seconds)
         out["seed"] = np.int64(self.seed)
         settings = config(self.model, self.params, self.seed, self.threads, input_path)
         out["config"] = np.array(json.dumps(settings, sort_keys=True))
@@ -190,14 +178,6 @@ class Fit:
         save_npz(path, **self.to_arrays(input_path))
 
 
-# keys of the fit .npz that are not the backend's arrays
-_FIXED_KEYS = ("mu_hat", "y_hat", "log_joint", "iterations", "seed", "config", "alpha",
-               "elapsed_seconds", *NAME_KEYS)
-_PREFIXES = {"trace_": "trace", "q_": "variational", "elapsed_": "elapsed", "extra_": "extra",
-             "diag_": "diagnostics"}
-FACTORS = {"pmf": ("theta", "phi"), "community": ("theta", "pi")}
-
-
 def load(path: str | os.PathLike[str]) -> Fit:
     """Read a fit ``.npz`` written by :meth:`Fit.save` (``lppf fit``, ``model.save``) back
     into a :class:`Fit`; a file that is not one is an :class:`InputError` naming it."""
@@ -210,28 +190,12 @@ def load(path: str | os.PathLike[str]) -> Fit:
         raise InputError(f"{path}: not a fit file (no valid 'config'; write one with "
                          "`lppf fit` or model.save)")
     model = settings["model"]
-    factors = {name: require_key(data, name, path) for name in FACTORS[model]}
-    parts: dict[str, dict[str, Any]] = {v: {} for v in _PREFIXES.values()}
-    samples = {}
-    for key, value in data.items():
-        if key in _FIXED_KEYS or key in factors:
-            continue
-        if key.endswith("_samples") and key[:-8] in factors:
-            samples[key[:-8]] = value
-            continue
-        prefix = next((p for p in _PREFIXES if key.startswith(p)), None)
-        if prefix is not None:
-            parts[_PREFIXES[prefix]][key[len(prefix):]] = value
-    parts["elapsed"] = {k: float(v) for k, v in parts["elapsed"].items()}
-    result = FitResult(mu_hat=require_key(data, "mu_hat", path), factors=factors,
-                       n_iter=int(require_key(data, "iterations", path)),
-                       y_hat=data.get("y_hat"), samples=samples,
-                       log_joint=data.get("log_joint"), **parts)
+    result = FitResult.from_arrays(data, model, lambda key: require_key(data, key, path))
     params = {**DEFAULTS, **{k: v for k, v in settings.items() if k in DEFAULTS},
               "random_state": settings.get("seed")}
     names = {k: data[k].astype(str) for k in NAME_KEYS if k in data}
     return Fit(model, params, result, int(require_key(data, "seed", path)),
-               settings.get("numba_threads"), float(data.get("elapsed_seconds", np.nan)),
+               settings.get("numba_threads"), float(data.get(SECONDS, np.nan)),
                data.get("alpha"), names)
 
 
