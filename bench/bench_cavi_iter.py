@@ -29,8 +29,8 @@ from lppf import mechanisms, synthetic
 from lppf._numba import threads as numba_threads
 from lppf.cavi import _loop
 from lppf.cavi._local import LOCALS
-from lppf.cavi.expectations import collapsed_local, private_local
 from lppf.cavi.pmf import PMFModel
+from lppf.expectations import collapsed_local, private_local
 from lppf.validation import FitData
 
 CASES = {"light": (0.5, 3.5), "heavy": (0.1, 0.4)}

@@ -9,8 +9,8 @@ from scipy import optimize, special
 from lppf.cavi import _local
 from lppf.cavi._local import LOCALS
 from lppf.cavi.community import CommunityModel
-from lppf.cavi.expectations import bessel_mode_sq
 from lppf.cavi.pmf import PMFModel
+from lppf.expectations import bessel_mode_sq
 
 A0, B0 = 0.3, 0.7
 

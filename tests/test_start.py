@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lppf import mechanisms, synthetic
-from lppf.mcmc import _start
+from lppf import start as _start
 from lppf.validation import FitData
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from lppf.cavi._loop import GammaModel, fit
-from lppf.cavi.expectations import Moments, cell_dot
+from lppf.expectations import Moments, cell_dot
 from lppf.results import FitResult
 from lppf.validation import FitData
 

@@ -16,7 +16,7 @@ terms. One iteration:
    O(V C^2 + held-out cells x C).
 
 The model mixes poorly (local modes). Each chain starts at the best of ``INIT_CHAINS`` EM
-fits of the observed data (:mod:`lppf.mcmc._start`), ranked by the observed-data log
+fits of the observed data (:mod:`lppf.start`), ranked by the observed-data log
 likelihood; their scores are returned in ``extra["init_loglik"]`` to show the spread.
 A ``private-collapsed`` chain begins its burn-in with ``private``'s count update
 (:class:`CommunityChain`).
@@ -46,8 +46,8 @@ from lppf._numba import (
 )
 from lppf._numba import threads as numba_threads
 from lppf.mcmc._driver import run_chains
-from lppf.mcmc._start import RESTARTS, best_start
 from lppf.results import FitResult
+from lppf.start import RESTARTS, best_start
 from lppf.validation import PRIVATE_METHODS, FitData
 
 INIT_CHAINS = RESTARTS["community"]  # EM restarts of each chain's start
@@ -345,7 +345,7 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
 
 class CommunityChain:
     """One chain (see :class:`lppf.mcmc._driver.Chain`) from
-    :func:`lppf.mcmc._start.best_start`.
+    :func:`lppf.start.best_start`.
 
     A ``private-collapsed`` chain draws its true counts with ``private``'s augmented update
     (noise rates ``lambda`` kept) for the first ``AUGMENTED_BURNIN`` of its burn-in, then

@@ -46,8 +46,8 @@ from lppf._numba import (
 from lppf._numba import threads as numba_threads
 from lppf.counts import sample_counts_collapsed, sample_counts_private
 from lppf.mcmc._driver import run_chains
-from lppf.mcmc._start import best_start
 from lppf.results import FitResult
+from lppf.start import best_start
 from lppf.validation import PRIVATE_METHODS, FitData
 
 _FLOOR = np.finfo(np.float64).tiny  # gamma draws that underflow to 0 are lifted to this
@@ -247,7 +247,7 @@ def make_state(data: FitData, method: str, Theta: np.ndarray, Phi: np.ndarray,
 
 def initial_state(data: FitData, method: str, n_components: int,
                   rng: np.random.Generator) -> PMFState:
-    """A random start (benchmarks; fits start from :func:`lppf.mcmc._start.best_start`):
+    """A random start (benchmarks; fits start from :func:`lppf.start.best_start`):
     factors ~ Gamma(1, 1) scaled so that the mean rate matches the mean observed count
     (``max(y~, 0)``); fixed factors from ``data.fix``."""
     D, V = data.Y.shape
@@ -471,7 +471,7 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
     ``thin``-th state after the burn-in (:func:`lppf.mcmc._driver.run_chains`).
 
     The chains start at the best of several EM fits of the observed data
-    (:mod:`lppf.mcmc._start`), run once, from the first chain's generator, and shared by
+    (:mod:`lppf.start`), run once, from the first chain's generator, and shared by
     every chain (``extra["start_loglik"]`` (n_chains, restarts): their scores, the same for
     each chain; their seconds count in ``elapsed["burnin"]``). Chain 0 is the chain a
     one-chain fit runs, and chain c depends neither on the number of chains nor on the

@@ -13,7 +13,7 @@ or ``prod_dv Pois(y_dv; mu_dv)`` of the fixed counts (``naive``: ``max(y~, 0)``)
 ``RESTARTS[model]`` runs of generalized EM, ranked by that log likelihood:
 
 * E step (private methods): ``E[y | y~, mu]`` under ``P(y) ∝ mu^y / y! alpha^|y~ - y|``
-  (:func:`lppf.cavi.expectations.collapsed_local`, which also gives ``ln p(y~ | mu)``);
+  (:func:`lppf.expectations.collapsed_local`, which also gives ``ln p(y~ | mu)``);
 * M step: ``INNER`` multiplicative updates of Lee and Seung for the Poisson (KL)
   likelihood of the expected counts, each of which increases it;
 * over-relaxation (:func:`em`): the step is stretched in log space while the observed-data
@@ -44,7 +44,7 @@ import math
 
 import numpy as np
 
-from lppf.cavi.expectations import collapsed_local
+from lppf.expectations import collapsed_local
 from lppf.validation import PRIVATE_METHODS, FitData
 
 # independent EM runs per chain (the best by the observed-data log likelihood is kept):
