@@ -18,7 +18,7 @@ LAYERS = [
     ("lppf._numba", "lppf._progress", "lppf.validation"),
     ("lppf.results", "lppf.io"),
     ("lppf.mechanisms", "lppf.distributions", "lppf.conditional", "lppf.likelihood",
-     "lppf.expectations", "lppf.counts", "lppf.diagnostics", "lppf.synthetic"),
+     "lppf.expectations", "lppf.diagnostics", "lppf.synthetic"),
     ("lppf.start",),
     ("lppf.mcmc", "lppf.cavi"),
     ("lppf.fitting", "lppf.fitfile", "lppf.metrics"),
@@ -26,7 +26,7 @@ LAYERS = [
      "lppf.cli", "lppf", "lppf.__main__"),
 ]
 NO_FILES = ("lppf.mechanisms", "lppf.distributions", "lppf.conditional", "lppf.likelihood",
-            "lppf.expectations", "lppf.counts", "lppf.diagnostics", "lppf.synthetic",
+            "lppf.expectations", "lppf.diagnostics", "lppf.synthetic",
             "lppf.start", "lppf.mcmc", "lppf.cavi")
 APART = ("lppf.mcmc", "lppf.cavi")  # the two inference packages
 
@@ -100,7 +100,7 @@ def test_imports_point_down(path):
 def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     bad = {"cavi/_loop.py": "def f():\n    from lppf.mcmc import _driver\n",
            "mechanisms.py": "from lppf.io import load_npz\n",
-           "counts.py": "from lppf.fitting import DEFAULTS\n",
+           "conditional.py": "from lppf.fitting import DEFAULTS\n",
            "start.py": "from lppf import metrics\n"}
     monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path)
     for name, text in bad.items():
@@ -110,5 +110,5 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     assert [upward(tmp_path / "lppf" / name) for name in bad] == [
         ["lppf.cavi._loop imports lppf.mcmc: the inference packages are apart"],
         ["lppf.mechanisms imports lppf.io: the model maths and inference read no files"],
-        ["lppf.counts imports lppf.fitting from a layer above"],
+        ["lppf.conditional imports lppf.fitting from a layer above"],
         ["lppf.start imports lppf.metrics from a layer above"]]

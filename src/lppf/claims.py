@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from lppf.validation import PRIVATE_METHODS
+
 PASS, FAIL, NOT_RUN = "PASS", "FAIL", "NOT RUN"
-PRIVATE = ("private", "private-collapsed")
 Z = 2.0  # standard errors a difference must exceed
 CLOSE = 1.25  # "close to non-private": mean at most this many times the non-private mean,
 SPAN_SHARE = 0.1  # or an excess at most this share of naive's excess at the noisiest level
@@ -177,7 +178,7 @@ def naive_degraded(group, metric, column, level, higher_is_better) -> tuple[bool
 
 
 def private_below(fits, exp, source, metric, what, by=("e0", "K"),
-                  methods=PRIVATE, higher_is_better=False, decidable_if_degraded=False,
+                  methods=PRIVATE_METHODS, higher_is_better=False, decidable_if_degraded=False,
                   paired=False) -> list[dict]:
     """Each private method below (or above) naive in ``metric`` at the noisiest level.
 
@@ -226,7 +227,7 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"),
 
 
 def private_close(fits, exp, source, metric, what, by=("e0", "K"), at="quietest",
-                  methods=PRIVATE) -> list[dict]:
+                  methods=PRIVATE_METHODS) -> list[dict]:
     """Each private method close to non-private in ``metric`` at one privacy level."""
     claim = f"{exp.upper()}: private {what} close to non-private"
     df, grid = graded(fits, exp, metric)
@@ -294,7 +295,7 @@ def heldout_informative(fits, exp="e4", source=S004) -> list[dict]:
 
 
 def private_vs_nonprivate(fits, exp, source, metric, what, by=("K",), at="noisiest",
-                          methods=PRIVATE, higher_is_better=False) -> list[dict]:
+                          methods=PRIVATE_METHODS, higher_is_better=False) -> list[dict]:
     """Each private method below (or above) non-private in ``metric`` at one privacy level:
     004's "lower error than the nonprivate approach" and "even obtains higher quality topics
     than the nonprivate approach". Non-private fits see no noise; replicates are unpaired."""
@@ -325,7 +326,7 @@ def coverage_nominal(fits, exp="s1", source="000 (Schein et al. 2019, fig. 1)") 
     tolerance) at every noise level. Intervals of a discrete count over-cover where the
     posterior is nearly a point mass (little noise), so only under-coverage fails."""
     df = fits_of(fits, exp)
-    df = df[df["method"].isin(PRIVATE)] if not df.empty else df
+    df = df[df["method"].isin(PRIVATE_METHODS)] if not df.empty else df
     claim = f"{exp.upper()}: 90% posterior intervals of Y cover the truth"
     if df.empty or "coverage90" not in df or df["coverage90"].isna().all():
         return [not_run(claim, source, exp, "no coverage90 in the table")]

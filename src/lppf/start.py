@@ -141,7 +141,7 @@ def _m_step_community(Y_VV: np.ndarray, W_VV: np.ndarray, Theta_VC: np.ndarray,
         np.maximum(Pi_CC, _TINY, out=Pi_CC)
 
 
-MODELS = {"pmf": (lambda A, B: A @ B, _m_step),
+EM_STEPS = {"pmf": (lambda A, B: A @ B, _m_step),
           "community": (lambda A, B: A @ B @ A.T, _m_step_community)}
 
 
@@ -162,7 +162,7 @@ def em(data: FitData, method: str, A: np.ndarray, B: np.ndarray, n_steps: int,
     restarts at 1 (Salakhutdinov and Roweis, 2003). So the log likelihood never decreases,
     and at alpha 0.9, where E[y | y~, mu] barely moves from mu and plain EM crawls, it
     climbs as far in 100 steps as plain EM in 250."""
-    rate, m_step = MODELS[model]
+    rate, m_step = EM_STEPS[model]
     W = (~data.mask).astype(np.float64)
     w, last, plain = 1.0, -np.inf, None
     while True:

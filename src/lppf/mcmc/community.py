@@ -5,7 +5,8 @@
 (shape, rate). Self-loops and held-out cells (``data.mask``) carry neither counts nor rate
 terms. One iteration:
 
-1. private methods: resample the true counts ``y`` given ``y~`` and ``mu`` (:mod:`lppf.counts`);
+1. private methods: resample the true counts ``y`` given ``y~`` and ``mu``
+   (:mod:`lppf.mcmc.counts`);
 2. allocate every observed ``y_ij`` over the C x C pairs,
    ``(y_ijcd) ~ Mult(y_ij, theta_ic theta_jd pi_cd / mu_ij)``;
 3. ``pi_cd ~ Gamma(a0 + sum_ij y_ijcd, b0 + sum_(ij observed) theta_ic theta_jd)``;
@@ -30,7 +31,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit, prange
 
-from lppf import counts
 from lppf._numba import (
     CHUNK,
     at_most,
@@ -45,6 +45,7 @@ from lppf._numba import (
     total,
 )
 from lppf._numba import threads as numba_threads
+from lppf.mcmc import counts
 from lppf.mcmc._driver import run_chains
 from lppf.results import FitResult
 from lppf.start import RESTARTS, best_start
@@ -96,7 +97,7 @@ def make_problem(data: FitData, method: str, a0: float, b0: float) -> Problem:
     Y = np.asarray(data.Y)
     V = Y.shape[0]
     alpha = np.ascontiguousarray(np.broadcast_to(np.asarray(data.alpha, float), (V, V)))
-    Y = Y.astype(np.int32)  # the dtype lppf.counts is compiled for in the PMF sampler too
+    Y = Y.astype(np.int32)  # the dtype lppf.mcmc.counts is compiled for in the PMF sampler too
     held = np.array(data.mask, dtype=bool, copy=True)
     np.fill_diagonal(held, True)
     if method == "naive":

@@ -6,7 +6,7 @@ nor rate terms. One iteration:
 
 1. private methods only: ``mu = Theta @ Phi`` and the true counts ``y`` given ``y~``
    (``private``: Bessel augmentation, ``private-collapsed``: exact collapsed conditional,
-   see :mod:`lppf.counts`);
+   see :mod:`lppf.mcmc.counts`);
 2. allocate every observed non-zero ``y_dv`` over the K components,
    ``(y_dvk) ~ Mult(y_dv, theta_dk phi_kv / mu_dv)``;
 3. ``theta_dk ~ Gamma(a0 + sum_v y_dvk, b0 + sum_(v observed) phi_kv)``, then
@@ -44,8 +44,8 @@ from lppf._numba import (
     uniform,
 )
 from lppf._numba import threads as numba_threads
-from lppf.counts import sample_counts_collapsed, sample_counts_private
 from lppf.mcmc._driver import run_chains
+from lppf.mcmc.counts import sample_counts_collapsed, sample_counts_private
 from lppf.results import FitResult
 from lppf.start import best_start
 from lppf.validation import PRIVATE_METHODS, FitData
