@@ -1,10 +1,10 @@
 """Imports point down: every module of src/lppf imports only from its own layer or below.
 
 Layers, lowest first (a module is placed by the longest prefix of its name listed here):
-helpers and the input checks; the result type and files; the model maths; the EM start;
-the two inference packages (which never import each other); the fit and its evaluation;
-the front ends. The model maths, the start and the inference packages import nothing from
-the file layer (:mod:`lppf.io`). Imports inside functions count as well.
+helpers and the input checks; the result type, files and the table of backends; the model
+maths; the EM start; the two inference packages (which never import each other); the fit and
+its evaluation; the front ends. The model maths, the start and the inference packages import
+nothing from the file layer (:mod:`lppf.io`). Imports inside functions count as well.
 """
 
 import ast
@@ -16,7 +16,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS = [
     ("lppf._numba", "lppf._progress", "lppf.validation"),
-    ("lppf.results", "lppf.io"),
+    ("lppf.results", "lppf.io", "lppf.backends"),
     ("lppf.mechanisms", "lppf.distributions", "lppf.conditional", "lppf.likelihood",
      "lppf.expectations", "lppf.diagnostics", "lppf.synthetic"),
     ("lppf.start",),

@@ -1,10 +1,12 @@
 """One fit, from settings and data to the output ``.npz``: the code path shared by the
 scikit-learn estimators (:mod:`lppf.estimators`) and ``lppf fit``.
 
-Settings are a dict with the keys of :data:`DEFAULTS` (the estimators' ``get_params()``).
-:func:`check` validates them and the data (:mod:`lppf.validation`) into a
-:class:`~lppf.results.FitData`, :func:`fit` runs the backend (:mod:`lppf.mcmc` or
-:mod:`lppf.cavi`), and :meth:`Fit.to_arrays` lays the result out as the ``.npz``.
+Settings are a dict with the keys of :data:`DEFAULTS` (the estimators' ``get_params()``),
+the fields of :class:`Settings`. :func:`check` validates them and the data
+(:mod:`lppf.validation`) into a :class:`~lppf.validation.FitData`, :func:`fit` runs the
+backend of the model and inference (:func:`lppf.mcmc.fit_mcmc`, :func:`lppf.cavi.fit_cavi`:
+the table of :mod:`lppf.backends`), and :meth:`Fit.to_arrays` lays the result out as the
+``.npz``.
 This module imports neither scikit-learn, numba nor a backend before it is used: every
 workflow job is an ``lppf fit`` process whose start-up counts, and the workflow reads
 :data:`DEFAULTS` when it is parsed.
@@ -15,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -24,23 +26,46 @@ from lppf.io import NAME_KEYS, load_json_entry, load_npz, require_key, save_npz
 from lppf.results import FACTORS, SECONDS, FitResult
 from lppf.validation import FitData, InputError, check_params, fit_data
 
-DEFAULTS: dict[str, Any] = {
-    "n_components": 10,
-    "method": "private",
-    "inference": "mcmc",
-    "a0": 0.1,  # gamma prior shape
-    "b0": 1.0,  # gamma prior rate
-    "max_iter": 2000,  # MCMC: total iterations including burn-in; CAVI: maximum iterations
-    "burnin": 1000,
-    "thin": 20,
-    "n_chains": 1,  # MCMC: independent chains, samples pooled
-    "tol": 1e-5,  # CAVI: stop when the relative change of mu_hat drops below (0: never)
-    "restarts": 1,  # CAVI: random restarts, best ELBO kept
-    "random_state": None,  # int, None (a fresh seed) or a numpy Generator; see ``seed_``
-    "threads": None,  # numba threads; None: numba's default
-    "verbose": False,  # progress bar
-    "alpha": None,  # noise level used when fit/transform/score get no ``alpha``
-}
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of a fit, with its default: the estimators' parameters (``get_params()``)
+    and ``lppf fit``'s options. :meth:`keywords` turns them into a backend's arguments."""
+
+    n_components: int = 10
+    method: str = "private"
+    inference: str = "mcmc"
+    a0: float = 0.1  # gamma prior shape
+    b0: float = 1.0  # gamma prior rate
+    max_iter: int = 2000  # MCMC: total iterations including burn-in; CAVI: maximum iterations
+    burnin: int = 1000
+    thin: int = 20
+    n_chains: int = 1  # MCMC: independent chains, samples pooled
+    tol: float = 1e-5  # CAVI: stop when the relative change of mu_hat drops below (0: never)
+    restarts: int = 1  # CAVI: random restarts, best ELBO kept
+    random_state: Any = None  # int, None (a fresh seed) or a numpy Generator; see ``seed_``
+    threads: int | None = None  # numba threads; None: numba's default
+    verbose: bool = False  # progress bar
+    alpha: Any = None  # noise level used when fit/transform/score get no ``alpha``
+
+    @classmethod
+    def of(cls, params: dict[str, Any]) -> Settings:
+        """The settings in ``params`` (a dict with the keys of :data:`DEFAULTS`)."""
+        return cls(**{name: params[name] for name in DEFAULTS})
+
+    def keywords(self, rng: np.random.Generator) -> dict[str, Any]:
+        """The arguments of the backend of :attr:`inference` (:mod:`lppf.backends`)."""
+        common = {"method": self.method, "n_components": int(self.n_components),
+                  "a0": float(self.a0), "b0": float(self.b0), "rng": rng,
+                  "threads": self.threads, "progress": bool(self.verbose)}
+        if self.inference == "mcmc":
+            return {**common, "n_iter": int(self.max_iter), "burnin": int(self.burnin),
+                    "thin": int(self.thin), "n_chains": int(self.n_chains)}
+        return {**common, "max_iter": int(self.max_iter), "tol": float(self.tol),
+                "restarts": int(self.restarts)}
+
+
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
 
 
 def check(model: str, params: dict[str, Any], Y: Any, alpha: Any, mask: Any,
@@ -77,19 +102,12 @@ def draw_seed(random_state: int | np.random.Generator | None) -> int:
 def run(model: str, data: FitData, rng: np.random.Generator, params: dict[str, Any]
         ) -> FitResult:
     """The backend's fit of ``model`` to ``data`` with settings ``params``."""
-    common = {"method": params["method"], "n_components": int(params["n_components"]),
-              "a0": float(params["a0"]), "b0": float(params["b0"]), "rng": rng,
-              "threads": params["threads"], "progress": bool(params["verbose"])}
-    if params["inference"] == "mcmc":
-        from lppf.mcmc import fit_mcmc
-
-        return fit_mcmc(model, data, n_iter=int(params["max_iter"]),
-                        burnin=int(params["burnin"]), thin=int(params["thin"]),
-                        n_chains=int(params["n_chains"]), **common)
-    from lppf.cavi import fit_cavi
-
-    return fit_cavi(model, data, max_iter=int(params["max_iter"]), tol=float(params["tol"]),
-                    restarts=int(params["restarts"]), **common)
+    settings = Settings.of(params)
+    if settings.inference == "mcmc":
+        from lppf.mcmc import fit_mcmc as fit_by
+    else:
+        from lppf.cavi import fit_cavi as fit_by
+    return fit_by(model, data, **settings.keywords(rng))
 
 
 def config(model: str, params: dict[str, Any], seed: int | None, threads: int | None,
