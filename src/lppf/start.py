@@ -1,4 +1,4 @@
-"""Starting points of the PMF chains: the best of several maximum-likelihood fits.
+"""Starting points of the MCMC chains and CAVI runs: the best of several maximum-likelihood fits.
 
 On heavy-tailed counts (a few rows and columns hold most of the mass) the Gibbs chain of
 Poisson factorization keeps the topics it starts with: with counts in the thousands the
