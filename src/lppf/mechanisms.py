@@ -151,20 +151,33 @@ def noise_sampler() -> str:
 def privatize(Y, alpha, rng=None, secure: bool | None = None, *, return_info: bool = False):
     """Return ``Y + tau`` (dense int64, may be negative), ``tau ~ 2Geo(alpha)`` iid per cell.
 
-    Y: non-negative integer matrix (dense, scipy sparse, or a pandas DataFrame, whose index
-        and columns the result keeps), shape (n_rows, n_cols).
-    alpha: scalar, per-row (``(n_rows,)`` or ``(n_rows, 1)``) or per-cell array in
-        [0, ``ALPHA_MAX``]; ``alpha = 0`` adds no noise.
-    rng: None (the default) draws the noise from the operating system's cryptographically
-        secure generator: a release of real data. A seed or ``numpy.random.Generator`` makes
-        the noise reproducible, for simulations only: whoever knows the seed can subtract the
-        noise.
-    secure: None (the default): secure unless ``rng`` is given. True refuses ``rng``; False
-        requires it.
-    return_info: also return a dict saying how the noise was drawn: ``source`` ("secure" or
-        "seeded") and ``sampler`` ("opendp", "inversion" or "numpy"; see
-        :func:`noise_sampler`).
+    Parameters
+    ----------
+    Y : array-like, sparse matrix or pandas.DataFrame of shape (n_rows, n_cols)
+        Non-negative integer counts; a DataFrame's index and columns are kept.
+    alpha : float or array-like
+        Noise level in [0, ``ALPHA_MAX``]: a scalar, one per row (``(n_rows,)`` or
+        ``(n_rows, 1)``), or any shape broadcastable to ``Y`` (e.g. one per column or per
+        cell); ``alpha = 0`` adds no noise.
+    rng : int, numpy.random.Generator or None, default=None
+        None draws the noise from the operating system's cryptographically secure
+        generator: a release of real data. A seed or Generator makes the noise
+        reproducible, for simulations only: whoever knows the seed can subtract the noise.
+    secure : bool or None, default=None
+        None: secure unless ``rng`` is given. True refuses ``rng``; False requires it.
+    return_info : bool, default=False
+        Also return how the noise was drawn.
 
+    Returns
+    -------
+    Y_noisy : ndarray of shape (n_rows, n_cols) or pandas.DataFrame
+        The privatized counts.
+    info : dict
+        Only with ``return_info``: ``source`` ("secure" or "seeded") and ``sampler``
+        ("opendp", "inversion" or "numpy"; see :func:`noise_sampler`).
+
+    Notes
+    -----
     Secure noise comes from OpenDP's exact discrete Laplace sampler when OpenDP is installed
     (``lppf[secure]``), else by inverting 53-bit uniforms from ``os.urandom``, whose only
     deviation from the exact law is the 2^-53 grid (``|tau|`` capped at
