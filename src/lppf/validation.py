@@ -342,14 +342,31 @@ def fit_data(model: str, method: str, Y: Any, alpha: Any = None, mask: Any = Non
              fix: dict | None = None, *, n_components: int, n_saved: int = 1) -> FitData:
     """Check and assemble the data of a fit.
 
-    Y : (n_rows, n_cols) counts, privatized (may be negative) unless ``method`` is
-        ``nonprivate``; |y| < 2**31. Square with at least 2 rows for the community model.
-    alpha : scalar, (n_rows,), (n_rows, 1) or (n_rows, n_cols) in [0, 1); required for the
-        private methods, ignored (zeros) for nonprivate.
-    mask : bool (n_rows, n_cols), True = held out; the community diagonal is added. At least
-        one cell must stay observed.
-    fix : factors held fixed, finite and > 0, of the shapes of :func:`factor_shapes`.
-    n_saved : samples an MCMC fit keeps (for the memory estimate).
+    Parameters
+    ----------
+    model : {"pmf", "community"}
+    method : str
+        One of :data:`METHODS`.
+    Y : array-like or sparse matrix of shape (n_rows, n_cols)
+        Counts, privatized (may be negative) unless ``method`` is ``nonprivate``;
+        |y| < 2**31. Square with at least 2 rows for the community model.
+    alpha : float or array-like, default=None
+        Noise level in [0, 1): any shape :func:`check_alpha` accepts for ``Y`` (scalar, one
+        per row, per column or per cell); required for the private methods, ignored (zeros)
+        for nonprivate.
+    mask : array-like of bool of shape (n_rows, n_cols), default=None
+        True = held out; the community diagonal is added. At least one cell must stay
+        observed.
+    fix : dict of str to ndarray, default=None
+        Factors held fixed, finite and > 0, of the shapes of :func:`factor_shapes`.
+    n_components : int
+    n_saved : int, default=1
+        Samples an MCMC fit keeps (for the memory estimate).
+
+    Returns
+    -------
+    FitData
+        ``alpha`` of shape (1, 1), (n_rows, 1) or (n_rows, n_cols).
     """
     if model not in MODELS:
         raise InputError(f"model must be one of {', '.join(MODELS)}, got {model!r}", "model")
