@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from lppf.cavi import fit_cavi
-from lppf.results import FitData
+from lppf.validation import FitData
 
 METHODS = ("nonprivate", "naive", "private", "private-collapsed")
 

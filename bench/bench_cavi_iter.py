@@ -29,9 +29,9 @@ from lppf import mechanisms, synthetic
 from lppf._numba import threads as numba_threads
 from lppf.cavi import _loop
 from lppf.cavi._local import LOCALS
-from lppf.cavi.expectations import collapsed_local, private_local
-from lppf.cavi.pmf import PMFModel
-from lppf.results import FitData
+from lppf.cavi.pmf import PMFCavi
+from lppf.expectations import collapsed_local, private_local
+from lppf.validation import FitData
 
 CASES = {"light": (0.5, 3.5), "heavy": (0.1, 0.4)}
 METHODS = ("private", "private-collapsed")
@@ -81,15 +81,15 @@ def iteration(model, local, R, mu):
                        "total": t6 - t0, "cpu": time.process_time() - cpu}
 
 
-def start(data: FitData, K: int, seed: int) -> PMFModel:
+def start(data: FitData, K: int, seed: int) -> PMFCavi:
     """The factors both methods start from: an EM fit of the privatized counts."""
     rng = np.random.default_rng(seed + 1)
-    model = PMFModel(data.Y, data.mask, K, 0.1, 0.1, {}, rng)
+    model = PMFCavi(data.Y, data.mask, K, 0.1, 0.1, {}, rng)
     _loop.em_start(model, data, "private", K, rng)
     return model
 
 
-def bench(method: str, data: FitData, model: PMFModel, warmup: int, n_iter: int) -> dict:
+def bench(method: str, data: FitData, model: PMFCavi, warmup: int, n_iter: int) -> dict:
     model = copy.deepcopy(model)
     local = LOCALS[method](data.Y, data.alpha, data.mask)
     m = model.moments()

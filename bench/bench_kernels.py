@@ -58,7 +58,7 @@ from lppf.mcmc.pmf import (
     update_counts,
     update_factors,
 )
-from lppf.results import FitData
+from lppf.validation import FitData
 
 CASES = {"light": (0.5, 3.5, 0.5), "heavy": (0.1, 0.4, 0.5), "v1": (1.0, 5.0, math.exp(-1))}
 METHODS = ("private", "private-collapsed", "naive")

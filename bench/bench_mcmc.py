@@ -29,7 +29,7 @@ from lppf._numba import blas_single
 from lppf._numba import threads as numba_threads
 from lppf.mcmc import fit_mcmc
 from lppf.mcmc.pmf import allocate, gibbs_sweep, initial_state
-from lppf.results import METHODS, PRIVATE_METHODS, FitData
+from lppf.validation import METHODS, PRIVATE_METHODS, FitData
 
 SIZES = {"network": ("community", 161, 161, 5), "enron": ("pmf", 1000, 1400, 25),
          "v1": ("pmf", 1000, 1000, 50)}

@@ -33,7 +33,7 @@ import yaml
 from lppf import mechanisms, synthetic
 from lppf.mcmc import fit_mcmc
 from lppf.metrics import poisson_kl
-from lppf.results import FitData
+from lppf.validation import FitData
 
 CASES = {"pmf": {"shape": (300, 150), "K": 5, "e0": 50.0, "f0": 0.001, "scale": 1 / 3},
          "community": {"shape": (130, 130), "K": 5, "e0": 0.75, "f0": 0.1, "scale": 1.0}}

@@ -3,7 +3,7 @@
 Lists the fit jobs of a Snakemake dry run, measures on one thread, for each distinct (data
 shape, model, K, method, inference) on synthetic counts of that shape, the seconds of one
 iteration (Gibbs sweep or CAVI update) and of one EM step of an MCMC chain's start
-(:mod:`lppf.mcmc._start`), and prints core-hours per experiment: per chain, iterations x
+(:mod:`lppf.start`), and prints core-hours per experiment: per chain, iterations x
 seconds per iteration + the start's EM steps (``RESTARTS[model] x pilot + refine`` for the job's
 burn-in) x seconds per EM step. Data shapes of the Enron matrices are those of the papers
 (overridable); fits dominate the cost, the other jobs (preprocessing, evaluation, figures)
@@ -29,9 +29,9 @@ import numba
 import numpy as np
 import pandas as pd
 
+from lppf import start as _start
 from lppf.estimators import CommunityModel, PoissonMF
 from lppf.fitting import DEFAULTS
-from lppf.mcmc import _start
 from lppf.mechanisms import privatize
 from lppf.validation import fit_data
 
@@ -115,7 +115,7 @@ def seconds_per_em_step(shape, model, K, method, steps, seed=0):
 
 
 def _em_steps(model: str, burnin: int) -> int:
-    """EM steps of one chain's start for this burn-in (:func:`lppf.mcmc._start.best_start`)."""
+    """EM steps of one chain's start for this burn-in (:func:`lppf.start.best_start`)."""
     pilot, refine = _start.em_budget(int(burnin))
     return _start.RESTARTS[model] * pilot + refine
 

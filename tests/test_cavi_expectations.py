@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from lppf.cavi.expectations import (
+from lppf.expectations import (
     bessel_mode_sq,
     collapsed_cell,
     collapsed_local,

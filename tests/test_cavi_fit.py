@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from lppf.cavi import fit_cavi
-from lppf.results import FitData
+from lppf.validation import FitData
 
 SETTINGS = {"a0": 0.3, "b0": 0.3, "restarts": 1}
 

@@ -8,16 +8,16 @@ from scipy import optimize, special
 
 from lppf.cavi import _local
 from lppf.cavi._local import LOCALS
-from lppf.cavi.community import CommunityModel
-from lppf.cavi.expectations import bessel_mode_sq
-from lppf.cavi.pmf import PMFModel
+from lppf.cavi.community import CommunityCavi
+from lppf.cavi.pmf import PMFCavi
+from lppf.expectations import bessel_mode_sq
 
 A0, B0 = 0.3, 0.7
 
 
 def tiny_problem(model_cls, seed, method, n=(5, 6), k=2, alpha=0.6):
     rng = np.random.default_rng(seed)
-    shape = (n[0], n[0]) if model_cls is CommunityModel else n
+    shape = (n[0], n[0]) if model_cls is CommunityCavi else n
     Y = rng.poisson(2.0, size=shape) + (rng.geometric(1 - alpha, shape)
                                          - rng.geometric(1 - alpha, shape))
     if method in ("nonprivate", "naive"):
@@ -55,7 +55,7 @@ def assert_optimal(model, local, name, index):
 
 @pytest.mark.parametrize("method", ["nonprivate", "private-collapsed"])
 def test_pmf_updates_are_exact_optima(method):
-    model, local = tiny_problem(PMFModel, 1, method)
+    model, local = tiny_problem(PMFCavi, 1, method)
     m = model.moments()
     stats = model.alloc_stats(local.refresh(model, m), m)
     model.update_theta(stats)
@@ -68,7 +68,7 @@ def test_pmf_updates_are_exact_optima(method):
 
 @pytest.mark.parametrize("method", ["naive", "private-collapsed"])
 def test_community_updates_are_exact_optima(method):
-    model, local = tiny_problem(CommunityModel, 2, method)
+    model, local = tiny_problem(CommunityCavi, 2, method)
     m = model.moments()
     stats = model.alloc_stats(local.refresh(model, m), m)
     model.update_theta(stats)
@@ -85,7 +85,7 @@ def _steps(model, local):
     m = model.moments()
     stats = model.alloc_stats(local.refresh(model, m), m)
     yield "local"
-    if isinstance(model, CommunityModel):
+    if isinstance(model, CommunityCavi):
         for i in range(model.shape["theta"].shape[0]):
             model.update_theta(stats, actors=[i])
             yield f"theta[{i}]"
@@ -98,7 +98,7 @@ def _steps(model, local):
         yield "phi"
 
 
-@pytest.mark.parametrize("model_cls", [PMFModel, CommunityModel])
+@pytest.mark.parametrize("model_cls", [PMFCavi, CommunityCavi])
 @pytest.mark.parametrize("method", ["nonprivate", "naive", "naive-sparse", "private-collapsed"])
 def test_elbo_never_decreases(model_cls, method, monkeypatch):
     if method == "naive-sparse":
@@ -115,7 +115,7 @@ def test_elbo_never_decreases(model_cls, method, monkeypatch):
                 old = new
 
 
-@pytest.mark.parametrize("model_cls", [PMFModel, CommunityModel])
+@pytest.mark.parametrize("model_cls", [PMFCavi, CommunityCavi])
 def test_sparse_and_dense_counts_agree(model_cls, monkeypatch):
     values = []
     for fraction in (0.0, 1.0):
@@ -131,7 +131,7 @@ def test_sparse_and_dense_counts_agree(model_cls, monkeypatch):
 
 
 def test_stale_elbo_equals_fresh_elbo_after_refresh():
-    model, local = tiny_problem(PMFModel, 4, "private-collapsed")
+    model, local = tiny_problem(PMFCavi, 4, "private-collapsed")
     m = model.moments()
     local.refresh(model, m)
     assert local.correction(model, m) == pytest.approx(0.0, abs=1e-12)
@@ -139,7 +139,7 @@ def test_stale_elbo_equals_fresh_elbo_after_refresh():
 
 def test_private_local_step_uses_bessel_mode():
     """E[y+] - E[g-] = y~, and m is the mode of Bes(|y~|, 2 sqrt(G[lam-] G[lam+ + mu]))."""
-    model, local = tiny_problem(PMFModel, 5, "private", alpha=0.7)
+    model, local = tiny_problem(PMFCavi, 5, "private", alpha=0.7)
     m = model.moments()
     shape_plus, shape_minus = local.shape_plus.copy(), local.shape_minus.copy()
     R = local.refresh(model, m)
@@ -163,7 +163,7 @@ def test_private_local_step_uses_bessel_mode():
     np.testing.assert_allclose(local.shape_plus[obs], 1 + (R * g_plus)[obs])
 
 
-@pytest.mark.parametrize("model_cls", [PMFModel, CommunityModel])
+@pytest.mark.parametrize("model_cls", [PMFCavi, CommunityCavi])
 def test_var_mu_matches_monte_carlo(model_cls):
     model, _ = tiny_problem(model_cls, 6, "nonprivate", n=(4, 3), k=2)
     rng = np.random.default_rng(7)
@@ -172,11 +172,11 @@ def test_var_mu_matches_monte_carlo(model_cls):
     m = model.moments()
     draws = {n: rng.gamma(model.shape[n], 1 / model.rate[n], size=(200_000, *model.shape[n].shape))
              for n in model.names}
-    if model_cls is PMFModel:
+    if model_cls is PMFCavi:
         mu = draws["theta"] @ draws["phi"]
     else:
         mu = draws["theta"] @ draws["pi"] @ np.swapaxes(draws["theta"], 1, 2)
-    off = ~np.eye(*mu.shape[1:], dtype=bool) if model_cls is CommunityModel else slice(None)
+    off = ~np.eye(*mu.shape[1:], dtype=bool) if model_cls is CommunityCavi else slice(None)
     np.testing.assert_allclose(model.var_mu(m)[off], mu.var(axis=0)[off], rtol=0.05)
     np.testing.assert_allclose(model.mean_mu(m), mu.mean(axis=0), rtol=0.01)
 
@@ -185,7 +185,7 @@ def test_private_lambda_update_is_exact_optimum():
     """q(lambda+-) = Gamma(1 + E[g], rate 1/alpha) maximizes E[ln Pois(g; lam)] + E[ln prior]
     + H[q] with prior Gamma(1, rate (1 - alpha)/alpha)."""
     alpha = 0.7
-    model, local = tiny_problem(PMFModel, 9, "private", alpha=alpha)
+    model, local = tiny_problem(PMFCavi, 9, "private", alpha=alpha)
     local.refresh(model, model.moments())
     e_g = local.shape_minus[0, 0] - 1.0
 

@@ -15,7 +15,7 @@ from lppf.diagnostics import (
 )
 from lppf.estimators import PoissonMF
 from lppf.mcmc import fit_mcmc
-from lppf.results import FitData
+from lppf.validation import FitData
 
 
 def _data(model: str):

@@ -6,7 +6,7 @@ from gof import chisquare_pvalue
 from scipy import stats
 
 from lppf._numba import chunk_seeds, threads
-from lppf.counts import sample_counts_collapsed, sample_counts_private
+from lppf.mcmc.counts import sample_counts_collapsed, sample_counts_private
 
 
 def collapsed_pmf(t, mu, a, y_max=400):

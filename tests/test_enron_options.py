@@ -11,7 +11,7 @@ from lppf.cli import main
 from lppf.enron.network import build_network
 from lppf.enron.parse import read_corpus
 from lppf.enron.synth import write_synthetic_maildir
-from lppf.io import InputError
+from lppf.validation import InputError
 
 
 @pytest.fixture(scope="module")

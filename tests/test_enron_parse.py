@@ -16,7 +16,7 @@ from lppf.enron.parse import (
     read_corpus,
 )
 from lppf.enron.source import RawMessage
-from lppf.io import InputError
+from lppf.validation import InputError
 
 HEAD = (
     "Message-ID: <{mid}.JavaMail.evans@thyme>\n"

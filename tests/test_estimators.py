@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lppf.estimators import DEFAULTS, CommunityModel, PoissonMF
-from lppf.io import InputError
+from lppf.validation import InputError
 
 FAST = {"max_iter": 12, "burnin": 4, "thin": 4, "random_state": 0}
 

@@ -10,7 +10,7 @@ import yaml
 from lppf import experiments as grid
 from lppf.commands import fit as fit_command
 from lppf.estimators import DEFAULTS
-from lppf.results import INFERENCES, METHODS, MODELS
+from lppf.validation import INFERENCES, METHODS, MODELS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
@@ -143,7 +143,7 @@ FIT_REFUSALS = [
 @pytest.mark.parametrize("changes, key", FIT_REFUSALS)
 def test_fit_settings_are_refused_by_the_check_of_lppf_fit(changes, key):
     from lppf.fitting import check_settings
-    from lppf.io import InputError
+    from lppf.validation import InputError
 
     with pytest.raises(grid.ConfigError) as info:
         grid.check_config(config(**changes))

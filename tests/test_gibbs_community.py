@@ -10,7 +10,7 @@ from numba import njit
 
 from lppf._numba import threads
 from lppf.mcmc import community as cm
-from lppf.results import FitData
+from lppf.validation import FitData
 
 # ------------------------------------------------------------------ Geweke tests
 

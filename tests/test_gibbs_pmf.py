@@ -19,7 +19,7 @@ from lppf.mcmc.pmf import (
     make_state,
     mean_product,
 )
-from lppf.results import FitData
+from lppf.validation import FitData
 
 A0, B0 = 1.0, 1.0
 D, V, K = 3, 4, 2

@@ -7,7 +7,7 @@ from scipy import stats
 from lppf._numba import count_loglik, gamma_logpdf_sum, threads
 from lppf.mcmc.pmf import log_joint, make_state
 from lppf.mechanisms import noise_logpmf
-from lppf.results import FitData
+from lppf.validation import FitData
 
 
 def reference(Y, mu, mask, Ytil=None, alpha=None):

@@ -9,7 +9,7 @@ from gof import chisquare_pvalue
 from scipy import stats
 
 from lppf import mechanisms as M
-from lppf.io import InputError
+from lppf.validation import ALPHA_MAX, InputError, check_alpha
 
 P_MIN = 0.01
 
@@ -149,7 +149,7 @@ def test_alpha_too_close_to_one_is_refused():
     for alpha in (1 - 1e-16, 1 - 1e-9):
         with pytest.raises(InputError, match=r"too close to 1: .* \(at most 1 - 2\*\*-26\)"):
             M.privatize(np.zeros((2, 2), dtype=np.int64), alpha)
-    M.check_alpha(M.ALPHA_MAX)
+    check_alpha(ALPHA_MAX)
 
 
 def test_theorem2_exponentially_randomized_skellam_is_two_sided_geometric():

@@ -152,12 +152,6 @@ def test_rate_samples_match_loops():
                                       for r, c in zip(rows, cols, strict=True)] for s in range(3)])
 
 
-def test_benchmark_seconds(tmp_path):
-    path = tmp_path / "b.tsv"
-    path.write_text("s\th:m:s\tmax_rss\n12.5\t0:00:12\t100\n13.5\t0:00:13\t100\n")
-    assert metrics.benchmark_seconds(path) == pytest.approx(13.0)
-
-
 def test_evaluate_cli_writes_one_row_of_metrics(tmp_path):
     rng = np.random.default_rng(3)
     theta, phi = rng.gamma(1.0, 1.0, (6, 2)), rng.gamma(1.0, 1.0, (2, 12))

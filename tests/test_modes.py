@@ -21,7 +21,7 @@ import pytest
 from lppf import mechanisms, synthetic
 from lppf.mcmc import fit_mcmc
 from lppf.metrics import poisson_kl
-from lppf.results import FitData
+from lppf.validation import FitData
 
 SEEDS = range(3)
 

@@ -9,7 +9,7 @@ from scipy import special
 from lppf._numba import CHUNK, chunk_partials, thread_partials, threads, total
 from lppf.mcmc import community
 from lppf.mcmc.pmf import allocate, make_state
-from lppf.results import FitData
+from lppf.validation import FitData
 
 N = 10 * CHUNK  # rows: 10 chunks
 

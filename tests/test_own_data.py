@@ -9,8 +9,8 @@ from sklearn.model_selection import GridSearchCV
 
 from lppf.cli import main
 from lppf.estimators import CommunityModel, PoissonMF, load
-from lppf.io import InputError
 from lppf.mechanisms import privatize
+from lppf.validation import InputError
 
 FAST = {"max_iter": 12, "burnin": 4, "thin": 4, "random_state": 0}
 CLI_FAST = ["--components", "2", "--iterations", "12", "--burnin", "4", "--thin", "4",

@@ -18,8 +18,8 @@ from sklearn.preprocessing import Normalizer
 
 from lppf import CommunityModel, PoissonMF, privatize
 from lppf.estimators import DEFAULTS
-from lppf.io import InputError
 from lppf.likelihood import privatized_logpmf
+from lppf.validation import InputError
 
 CAVI = {"inference": "cavi", "max_iter": 200, "random_state": 0}
 MCMC = {"inference": "mcmc", "max_iter": 200, "burnin": 100, "thin": 5, "random_state": 0}

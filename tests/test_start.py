@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from lppf import mechanisms, synthetic
-from lppf.mcmc import _start
-from lppf.results import FitData
+from lppf import start as _start
+from lppf.validation import FitData
 
 
 @pytest.fixture(scope="module")

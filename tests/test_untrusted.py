@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lppf.io import InputError, save_npz, text_writer, write_files
+from lppf.io import save_npz, text_writer, write_files
+from lppf.validation import InputError
 
 
 def run_cli(argv: list[str]) -> tuple[int, str]:
@@ -147,7 +148,8 @@ def test_alpha_must_hold_real_numbers(alpha):
 
 @pytest.mark.parametrize("alpha", [1 - 1e-16, 1 - 2.0**-27, np.nextafter(1, 0)])
 def test_alpha_too_close_to_1_is_refused_everywhere(tmp_path, truth, alpha):
-    from lppf.mechanisms import ALPHA_MAX, privatize
+    from lppf.mechanisms import privatize
+    from lppf.validation import ALPHA_MAX
 
     with pytest.raises(InputError, match="too close to 1"):
         privatize(np.ones((2, 2), int), alpha, rng=1)
@@ -640,7 +642,7 @@ def test_ctrl_c_while_modules_load_is_one_line(tmp_path, module):
        | st.sampled_from(["1e-300", "5e-324", "0.9999999999999999", "1e300"]))
 def test_any_noise_level_option_writes_a_fittable_alpha_or_is_refused(tmp_path_factory,
                                                                        option, value):
-    from lppf.mechanisms import ALPHA_MAX
+    from lppf.validation import ALPHA_MAX
 
     d = tmp_path_factory.mktemp("noise")
     np.savez(d / "truth.npz", Y=np.full((4, 3), 2))

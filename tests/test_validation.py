@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from lppf.io import InputError
-from lppf.validation import check_params, fit_data
+from lppf.validation import InputError, check_params, fit_data
 
 SCHEDULE = {"method": "private", "inference": "mcmc", "n_components": 2, "a0": 1.0, "b0": 1.0,
             "max_iter": 10, "burnin": 1, "thin": 1, "tol": 0.0, "restarts": 1}
@@ -53,3 +52,27 @@ def test_noiseless_cells_need_nonnegative_counts():
     with pytest.raises(InputError, match="no noise"):
         fit_data("pmf", "private-collapsed", -np.ones((3, 3), np.int64), np.zeros((1, 1)),
                  n_components=2)
+
+
+ALPHA_SHAPES = [(), (1,), (4,), (1, 1), (4, 1), (1, 5), (4, 5), (3,), (5,), (4, 5, 1), (2, 5),
+                (1, 1, 1)]
+
+
+@pytest.mark.parametrize("shape", ALPHA_SHAPES, ids=str)
+def test_fit_accepts_the_noise_levels_the_mechanism_accepts(shape):
+    """privatize and fit agree on every shape of alpha; a fit reads alpha as its broadcast."""
+    from lppf.mechanisms import privatize
+
+    Y = np.arange(20).reshape(4, 5) % 3
+    alpha = np.full(shape, 0.4) + (np.arange(np.prod(shape)).reshape(shape) % 2) / 10
+    try:
+        privatize(Y, alpha, rng=0)
+    except InputError:
+        with pytest.raises(InputError, match="alpha"):
+            fit_data("pmf", "private", Y, alpha, n_components=2)
+        return
+    data = fit_data("pmf", "private", Y, alpha, n_components=2)
+    assert data.alpha.ndim == 2 and data.alpha.shape in ((1, 1), (4, 1), (4, 5))
+    column = alpha[:, None] if alpha.ndim == 1 else alpha
+    np.testing.assert_array_equal(np.broadcast_to(data.alpha, Y.shape),
+                                  np.broadcast_to(column, Y.shape))

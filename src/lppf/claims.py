@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from lppf.validation import PRIVATE_METHODS
+
 PASS, FAIL, NOT_RUN = "PASS", "FAIL", "NOT RUN"
-PRIVATE = ("private", "private-collapsed")
 Z = 2.0  # standard errors a difference must exceed
 CLOSE = 1.25  # "close to non-private": mean at most this many times the non-private mean,
 SPAN_SHARE = 0.1  # or an excess at most this share of naive's excess at the noisiest level
@@ -111,6 +112,16 @@ def levels(df: pd.DataFrame) -> tuple[str, float, float] | None:
     return column, values[-1], values[0]
 
 
+def graded(fits: pd.DataFrame, exp: str, metric: str
+           ) -> tuple[pd.DataFrame, tuple[str, float, float] | None]:
+    """An experiment's fits and its :func:`levels`; the levels are None when no fit has a
+    value of ``metric`` (the claim is then NOT RUN)."""
+    df = fits_of(fits, exp)
+    if df.empty or metric not in df or df[metric].isna().all():
+        return df, None
+    return df, levels(df)
+
+
 def fits_of(fits: pd.DataFrame, exp: str, inference: str = "mcmc") -> pd.DataFrame:
     """The fits of one experiment that the claims read (free factors, one inference)."""
     df = fits[fits["experiment"] == exp]
@@ -167,7 +178,7 @@ def naive_degraded(group, metric, column, level, higher_is_better) -> tuple[bool
 
 
 def private_below(fits, exp, source, metric, what, by=("e0", "K"),
-                  methods=PRIVATE, higher_is_better=False, decidable_if_degraded=False,
+                  methods=PRIVATE_METHODS, higher_is_better=False, decidable_if_degraded=False,
                   paired=False) -> list[dict]:
     """Each private method below (or above) naive in ``metric`` at the noisiest level.
 
@@ -179,11 +190,11 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"),
     degrades naive relative to non-private in ``metric``; elsewhere there is nothing for the
     private method to recover at this size and the row is NOT RUN, with the numbers, unless
     the private method is worse than naive by > Z SE (FAIL)."""
-    df = fits_of(fits, exp)
     claim = f"{exp.upper()}: private {what} {'above' if higher_is_better else 'below'} naive"
-    if df.empty or metric not in df or df[metric].isna().all() or levels(df) is None:
+    df, grid = graded(fits, exp, metric)
+    if grid is None:
         return [not_run(claim, source, exp, f"no {metric} fits in the table")]
-    column, level, _ = levels(df)
+    column, level, _ = grid
     out = []
     for label, group in _groups(df, list(by)):
         naive = stat(group, "naive", metric, column, level)
@@ -216,13 +227,13 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"),
 
 
 def private_close(fits, exp, source, metric, what, by=("e0", "K"), at="quietest",
-                  methods=PRIVATE) -> list[dict]:
+                  methods=PRIVATE_METHODS) -> list[dict]:
     """Each private method close to non-private in ``metric`` at one privacy level."""
-    df = fits_of(fits, exp)
     claim = f"{exp.upper()}: private {what} close to non-private"
-    if df.empty or metric not in df or df[metric].isna().all() or levels(df) is None:
+    df, grid = graded(fits, exp, metric)
+    if grid is None:
         return [not_run(claim, source, exp, f"no {metric} fits in the table")]
-    column, noisiest, quietest = levels(df)
+    column, noisiest, quietest = grid
     level = noisiest if at == "noisiest" else quietest
     out = []
     for label, group in _groups(df, list(by)):
@@ -284,16 +295,16 @@ def heldout_informative(fits, exp="e4", source=S004) -> list[dict]:
 
 
 def private_vs_nonprivate(fits, exp, source, metric, what, by=("K",), at="noisiest",
-                          methods=PRIVATE, higher_is_better=False) -> list[dict]:
+                          methods=PRIVATE_METHODS, higher_is_better=False) -> list[dict]:
     """Each private method below (or above) non-private in ``metric`` at one privacy level:
     004's "lower error than the nonprivate approach" and "even obtains higher quality topics
     than the nonprivate approach". Non-private fits see no noise; replicates are unpaired."""
-    df = fits_of(fits, exp)
     word = "above" if higher_is_better else "below"
     claim = f"{exp.upper()}: private {what} {word} non-private"
-    if df.empty or metric not in df or df[metric].isna().all() or levels(df) is None:
+    df, grid = graded(fits, exp, metric)
+    if grid is None:
         return [not_run(claim, source, exp, f"no {metric} fits in the table")]
-    column, noisiest, quietest = levels(df)
+    column, noisiest, quietest = grid
     level = noisiest if at == "noisiest" else quietest
     out = []
     for label, group in _groups(df, list(by)):
@@ -315,7 +326,7 @@ def coverage_nominal(fits, exp="s1", source="000 (Schein et al. 2019, fig. 1)") 
     tolerance) at every noise level. Intervals of a discrete count over-cover where the
     posterior is nearly a point mass (little noise), so only under-coverage fails."""
     df = fits_of(fits, exp)
-    df = df[df["method"].isin(PRIVATE)] if not df.empty else df
+    df = df[df["method"].isin(PRIVATE_METHODS)] if not df.empty else df
     claim = f"{exp.upper()}: 90% posterior intervals of Y cover the truth"
     if df.empty or "coverage90" not in df or df["coverage90"].isna().all():
         return [not_run(claim, source, exp, "no coverage90 in the table")]

@@ -24,7 +24,7 @@ class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are :class:`InputError` (one line, no usage block)."""
 
     def error(self, message: str):
-        from lppf.io import InputError
+        from lppf.validation import InputError
 
         where = self.prog.removeprefix("lppf").strip()
         raise InputError(f"{where}: {message}" if where else message)
@@ -56,7 +56,7 @@ def _requested(argv: Sequence[str]) -> tuple[str, ...]:
 
 def _check_environment() -> None:
     """``NUMBA_NUM_THREADS``, read by numba on import, must be a positive integer if set."""
-    from lppf.io import InputError
+    from lppf.validation import InputError
 
     value = os.environ.get("NUMBA_NUM_THREADS")
     if value is not None and not (value.strip().isdecimal() and int(value) >= 1):
@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point. Bad input exits with status 2 and one line ``lppf: error: ...``."""
     try:  # numpy and the commands are imported in here: Ctrl-C while they load is one line
         argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
-        from lppf.io import InputError
+        from lppf.validation import InputError
 
         _check_environment()
         args = build_parser(_requested(argv)).parse_args(argv)

@@ -7,7 +7,7 @@
 
 The estimators are scikit-learn estimators (``clone``, ``get_params``, ``Pipeline``,
 ``GridSearchCV``). ``__init__`` only stores its arguments; :meth:`fit` validates them and the
-data with :mod:`lppf.validation` (raising :class:`lppf.io.InputError` with a one-line
+data with :mod:`lppf.validation` (raising :class:`lppf.validation.InputError` with a one-line
 message), runs the backend
 (:mod:`lppf.mcmc` or :mod:`lppf.cavi`) and copies the :class:`lppf.results.FitResult` into
 attributes ending in ``_``. The fit itself is :mod:`lppf.fitting`, which ``lppf fit`` calls
@@ -28,9 +28,76 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from lppf import fitting
 from lppf._numba import threads as numba_threads
 from lppf.fitting import DEFAULTS
-from lppf.io import InputError
-from lppf.results import FitData, FitResult
-from lppf.validation import factor_shapes
+from lppf.results import FitResult
+from lppf.validation import INFERENCES, METHODS, FitData, InputError, factor_shapes
+
+# numpydoc of the estimators' parameters; the defaults are read from DEFAULTS
+_PARAMETERS = f"""
+    Parameters
+    ----------
+    n_components : int, default={DEFAULTS['n_components']}
+        Components: topics K (PoissonMF) or communities C (CommunityModel).
+    method : str, default={DEFAULTS['method']!r}
+        One of {", ".join(METHODS)}. ``private*`` treat the true counts as latent given
+        the privatized ones (two samplers of them); ``naive`` fits ``max(y~, 0)`` as if
+        true; ``nonprivate`` fits true counts.
+    inference : str, default={DEFAULTS['inference']!r}
+        One of {", ".join(INFERENCES)}: Gibbs sampling or coordinate-ascent variational inference.
+    a0, b0 : float, default={DEFAULTS['a0']}, {DEFAULTS['b0']}
+        Shape and rate of the gamma prior on every factor.
+    max_iter : int, default={DEFAULTS['max_iter']}
+        MCMC: iterations per chain including burn-in; CAVI: the most iterations.
+    burnin, thin : int, default={DEFAULTS['burnin']}, {DEFAULTS['thin']}
+        MCMC: iterations discarded, then every ``thin``-th one kept.
+    n_chains : int, default={DEFAULTS['n_chains']}
+        MCMC: independent chains, their samples pooled.
+    tol : float, default={DEFAULTS['tol']:g}
+        CAVI: stop when the relative change of ``mu_hat`` drops below it (0: never).
+    restarts : int, default={DEFAULTS['restarts']}
+        CAVI: random starts, the best final objective kept.
+    random_state : int, numpy.random.Generator or None, default=None
+        The seed, a generator to draw it from, or None for a fresh one (see ``seed_``).
+    threads : int or None, default=None
+        numba threads (None: numba's default); results do not depend on it.
+    verbose : bool, default=False
+        Show a progress bar.
+    alpha : float or array or None, default=None
+        Noise level used when :meth:`fit`, :meth:`transform` or :meth:`score` get none.
+"""
+
+_ATTRIBUTES = """
+    Attributes
+    ----------
+    mu_hat_ : ndarray of shape (n_rows, n_cols)
+        Posterior mean (MCMC) or variational mean (CAVI) of the rates, every cell.
+    {factors}
+    components_ : ndarray of shape (n_components, n_cols)
+        {components}
+    y_hat_ : ndarray of shape (n_rows, n_cols) or None
+        Posterior mean of the true counts (private methods).
+    samples_ : dict of str to ndarray
+        Thinned factor samples, leading axis S (MCMC; chains pooled).
+    log_joint_ : ndarray of shape (S,) or None
+        Log joint probability of each saved sample (MCMC).
+    trace_, variational_ : dict of str to ndarray
+        Per-iteration traces; CAVI's variational parameters.
+    elapsed_ : dict of str to float
+        Seconds per phase and in ``total``.
+    n_iter_ : int
+        Iterations run.
+    n_features_in_ : int
+        Columns seen by :meth:`fit`.
+    alpha_ : ndarray or None
+        The noise level fitted (2-d, as :class:`lppf.validation.FitData` holds it).
+    seed_, threads_ : int
+        The seed and the numba threads used.
+    result_ : lppf.results.FitResult
+        The backend's result.
+"""
+
+
+def _doc(summary: str, factors: str, components: str) -> str:
+    return summary + _PARAMETERS + _ATTRIBUTES.format(factors=factors, components=components)
 
 
 class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -81,14 +148,27 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
             fix: dict | None = None) -> _PoissonFactorization:
         """Fit to counts ``Y`` (privatized for private/naive methods, true for nonprivate).
 
-        y : ignored (scikit-learn's signature).
-        alpha : noise level in [0, 1): scalar, one per row or one per cell (required for
-            private methods; ignored by nonprivate); None: the ``alpha`` parameter.
-        mask : bool, True = held out. fix : factors held at given values, e.g.
-            ``{"phi": Phi_KV}``.
+        Parameters
+        ----------
+        Y : array-like or sparse matrix of shape (n_rows, n_cols)
+            Integer counts, |y| < 2**31 (negative only when privatized).
+        y : None
+            Ignored (scikit-learn's signature).
+        alpha : float or array-like, default=None
+            Noise level in [0, 1): a scalar, one per row, one per column or one per cell
+            (required for private methods; ignored by nonprivate). None: the ``alpha``
+            parameter.
+        mask : array-like of bool of shape (n_rows, n_cols), default=None
+            True = held out.
+        fix : dict of str to ndarray, default=None
+            Factors held at given values, e.g. ``{"phi": Phi_KV}``.
 
-        Warns scikit-learn's ``ConvergenceWarning`` when an MCMC fit misses the criterion
-        of :mod:`lppf.diagnostics` or a CAVI fit stops at ``max_iter`` before ``tol``.
+        Returns
+        -------
+        self
+            Warns scikit-learn's ``ConvergenceWarning`` when an MCMC fit misses the
+            criterion of :mod:`lppf.diagnostics` or a CAVI fit stops at ``max_iter``
+            before ``tol``.
         """
         _check_y(y)
         self._check_params()
@@ -273,14 +353,16 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
 
 class PoissonMF(_PoissonFactorization):
-    """Poisson matrix factorization (topics): ``Y`` (D, V), ``mu = Theta_DK @ Phi_KV``.
+    __doc__ = _doc(
+        """Poisson matrix factorization (topics): ``Y`` (D, V), ``mu = Theta_DK @ Phi_KV``.
 
-    Fitted: ``mu_hat_``, ``theta_`` (D, K), ``phi_`` (K, V), ``components_`` (= ``phi_``),
-    ``y_hat_``, ``samples_``, ``log_joint_``, ``trace_``, ``variational_``, ``elapsed_``,
-    ``n_iter_`` (iterations run), ``n_features_in_`` (V), ``result_``, ``seed_`` (the seed
-    used), ``threads_`` (numba threads used). :meth:`transform` infers theta of new
-    documents given phi.
-    """
+    :meth:`transform` infers theta of new documents given phi.
+""",
+        """theta_ : ndarray of shape (D, K)
+        Document-topic weights.
+    phi_ : ndarray of shape (K, V)
+        Topics.""",
+        "``phi_``.")
 
     _model = "pmf"
     _factors = ("theta", "phi")
@@ -290,17 +372,21 @@ class PoissonMF(_PoissonFactorization):
 
 
 class CommunityModel(_PoissonFactorization):
-    """Overlapping community model (networks): ``Y`` (V, V),
+    __doc__ = _doc(
+        """Overlapping community model (networks): ``Y`` (V, V),
     ``mu_ij = sum_cd theta_ic theta_jd pi_cd``; the diagonal is always held out.
 
-    Fitted as :class:`PoissonMF`, with ``theta_`` (V, C) and ``pi_`` (C, C), and
-    ``components_ = E[Pi_CC @ Theta_VC.T]`` (C, V): the rate from community c to each fitted
-    actor (the posterior mean over the saved samples for MCMC, the product of the means for
-    CAVI). New actors' outgoing counts to the V fitted actors, ``Y_new`` (n_new, V), have
+    New actors' outgoing counts to the V fitted actors, ``Y_new`` (n_new, V), have
     ``mu_ij = sum_cd theta_ic pi_cd theta_jd = (Theta_new @ components_)_ij``: a Poisson
     factorization with ``phi = components_`` held fixed, which :meth:`transform` and
     :meth:`score` fit (their incoming counts are not used).
-    """
+""",
+        """theta_ : ndarray of shape (V, C)
+        Memberships.
+    pi_ : ndarray of shape (C, C)
+        Community-to-community rates.""",
+        "``E[Pi_CC @ Theta_VC.T]``: the rate from community c to each fitted actor (the "
+        "posterior mean over the saved samples for MCMC, the product of the means for CAVI).")
 
     _model = "community"
     _factors = ("theta", "pi")

@@ -19,9 +19,7 @@ from typing import Any
 import numpy as np
 
 from lppf.fitting import DEFAULTS, check_settings
-from lppf.io import InputError
-from lppf.results import INFERENCES, METHODS, MODELS, PRIVATE_METHODS
-from lppf.validation import PRIOR_RANGE
+from lppf.validation import INFERENCES, METHODS, MODELS, PRIOR_RANGE, PRIVATE_METHODS, InputError
 
 # privacy grid kind -> prefix of its grid point names (alpha-0.5, epsn-1, ...)
 GRID_PREFIX = {"alpha": "alpha", "eps_n": "epsn", "eps_mean": "epsmean", "beta_mean": "beta"}

@@ -3,7 +3,7 @@
 :func:`read_fit` reads a fit ``.npz`` (the layout of :meth:`lppf.fitting.Fit.to_arrays`),
 :func:`read_truth` a truth ``.npz`` (``lppf simulate``), :func:`read_privatized` the output of
 ``lppf privatize`` and :func:`read_mask` a held-out mask, each against the shape of the true
-counts. Every refusal is one :class:`~lppf.io.InputError` line naming the file and the key.
+counts. Every refusal is one :class:`~lppf.validation.InputError` line naming the file and the key.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from lppf.io import COUNT_LIMIT, InputError, as_count_matrix, load_npy, load_npz, require_key
-from lppf.mechanisms import check_alpha
-from lppf.results import MODELS
+from lppf.io import load_npy, load_npz, require_key
+from lppf.results import FACTORS, SECONDS, part, part_key, samples_key
+from lppf.validation import COUNT_LIMIT, MODELS, InputError, as_count_matrix, check_alpha
 
 PathLike = str | os.PathLike[str]
-FACTORS = {"pmf": ("theta", "phi"), "community": ("theta", "pi")}
-DIAGNOSTICS = ("diag_rhat_loglik", "diag_ess_bulk_loglik", "diag_rhat_mu")
+DIAGNOSTICS = tuple(part_key("diagnostics", k) for k in ("rhat_loglik", "ess_bulk_loglik"))
 
 
 def _numbers(data: dict, key: str, path: PathLike, shape: tuple | None = None, *,
@@ -74,7 +73,7 @@ def _config(data: dict, path: PathLike) -> dict[str, Any]:
 def _model_of(data: dict, config: dict, path: PathLike, model: str) -> None:
     """Refuse a fit of the other model (its factors or its recorded ``model``)."""
     other = next(m for m in MODELS if m != model)
-    key = next((k for k in (FACTORS[other][1], f"{FACTORS[other][1]}_samples") if k in data),
+    key = next((k for k in (FACTORS[other][1], samples_key(FACTORS[other][1])) if k in data),
                None)
     if config.get("model", model) != model or key is not None:
         why = f"key {key!r}" if key else f"config model {config.get('model')!r}"
@@ -84,7 +83,7 @@ def _model_of(data: dict, config: dict, path: PathLike, model: str) -> None:
 def _components(data: dict, names: tuple[str, str]) -> int:
     """K: the columns of theta, else the rows of phi / pi (-1 when neither is a matrix)."""
     for name, axis in zip(names, (-1, -2), strict=True):
-        for key in (name, f"{name}_samples"):
+        for key in (name, samples_key(name)):
             if key in data and np.ndim(data[key]) >= 2:
                 return np.shape(data[key])[axis]
     return -1
@@ -100,7 +99,7 @@ def _factors(data: dict, path: PathLike, model: str, shape: tuple[int, int]) -> 
     for name in names:
         if name in data:
             out[name] = _numbers(data, name, path, expected[name])
-        key = f"{name}_samples"
+        key = samples_key(name)
         if key in data:
             if np.ndim(data[key]) != 3:
                 raise InputError(f"{path}: key {key!r} has shape {np.shape(data[key])}, "
@@ -121,21 +120,22 @@ def _factors(data: dict, path: PathLike, model: str, shape: tuple[int, int]) -> 
 
 def _diagnostics(data: dict, path: PathLike) -> dict:
     """The ``diag_*`` arrays: R-hat and ESS scalars, ``rhat_mu`` (m,) of the cells (m, 2)."""
-    if not any(k.startswith("diag_") for k in data):
+    if not part(data, "diagnostics"):
         return {}
-    out = {k: _numbers(data, k, path, (), finite=False) for k in DIAGNOSTICS[:2]}
-    if "diag_ess_tail_loglik" in data:
-        out["diag_ess_tail_loglik"] = _numbers(data, "diag_ess_tail_loglik", path, (),
-                                               finite=False)
-    rhat = np.asarray(require_key(data, "diag_rhat_mu", path))
+    out = {k: _numbers(data, k, path, (), finite=False) for k in DIAGNOSTICS}
+    tail, rhat_key, cells_key = (part_key("diagnostics", k)
+                                 for k in ("ess_tail_loglik", "rhat_mu", "cells"))
+    if tail in data:
+        out[tail] = _numbers(data, tail, path, (), finite=False)
+    rhat = np.asarray(require_key(data, rhat_key, path))
     if rhat.ndim != 1 or rhat.dtype.kind not in "iuf":
-        raise InputError(f"{path}: key 'diag_rhat_mu' has shape {rhat.shape} and dtype "
+        raise InputError(f"{path}: key {rhat_key!r} has shape {rhat.shape} and dtype "
                          f"{rhat.dtype}, expected numbers of 1 dimension(s)")
-    cells = np.asarray(require_key(data, "diag_cells", path))
+    cells = np.asarray(require_key(data, cells_key, path))
     if cells.shape != (len(rhat), 2) or cells.dtype.kind not in "iu":
-        raise InputError(f"{path}: key 'diag_cells' has shape {cells.shape} and dtype "
+        raise InputError(f"{path}: key {cells_key!r} has shape {cells.shape} and dtype "
                          f"{cells.dtype}, expected integers of shape ({len(rhat)}, 2)")
-    return {**out, "diag_rhat_mu": rhat.astype(float), "diag_cells": cells}
+    return {**out, rhat_key: rhat.astype(float), cells_key: cells}
 
 
 def read_fit(path: PathLike, model: str, shape: tuple[int, int],
@@ -157,15 +157,15 @@ def read_fit(path: PathLike, model: str, shape: tuple[int, int],
                            **_diagnostics(data, path), "config": config,
                            "seed": _integer(data, "seed", path),
                            "iterations": _integer(data, "iterations", path, COUNT_LIMIT)}
-    if "elapsed_seconds" in data:
-        out["elapsed_seconds"] = float(_numbers(data, "elapsed_seconds", path, ()))
-    if "extra_n_chains" in data:
-        out["extra_n_chains"] = _integer(data, "extra_n_chains", path, COUNT_LIMIT)
-        if out["extra_n_chains"] < 1:
-            raise InputError(f"{path}: key 'extra_n_chains' must be >= 1, got 0")
-    if "extra_objective" in data:
-        out["extra_objective"] = _numbers(data, "extra_objective", path, ndim=1,
-                                          nonnegative=False)
+    if SECONDS in data:
+        out[SECONDS] = float(_numbers(data, SECONDS, path, ()))
+    chains, objective = part_key("extra", "n_chains"), part_key("extra", "objective")
+    if chains in data:
+        out[chains] = _integer(data, chains, path, COUNT_LIMIT)
+        if out[chains] < 1:
+            raise InputError(f"{path}: key {chains!r} must be >= 1, got 0")
+    if objective in data:
+        out[objective] = _numbers(data, objective, path, ndim=1, nonnegative=False)
     return out
 
 

@@ -1,10 +1,12 @@
 """One fit, from settings and data to the output ``.npz``: the code path shared by the
 scikit-learn estimators (:mod:`lppf.estimators`) and ``lppf fit``.
 
-Settings are a dict with the keys of :data:`DEFAULTS` (the estimators' ``get_params()``).
-:func:`check` validates them and the data (:mod:`lppf.validation`) into a
-:class:`~lppf.results.FitData`, :func:`fit` runs the backend (:mod:`lppf.mcmc` or
-:mod:`lppf.cavi`), and :meth:`Fit.to_arrays` lays the result out as the ``.npz``.
+Settings are a dict with the keys of :data:`DEFAULTS` (the estimators' ``get_params()``),
+the fields of :class:`Settings`. :func:`check` validates them and the data
+(:mod:`lppf.validation`) into a :class:`~lppf.validation.FitData`, :func:`fit` runs the
+backend of the model and inference (:func:`lppf.mcmc.fit_mcmc`, :func:`lppf.cavi.fit_cavi`:
+the table of :mod:`lppf.backends`), and :meth:`Fit.to_arrays` lays the result out as the
+``.npz``.
 This module imports neither scikit-learn, numba nor a backend before it is used: every
 workflow job is an ``lppf fit`` process whose start-up counts, and the workflow reads
 :data:`DEFAULTS` when it is parsed.
@@ -15,32 +17,55 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
-from lppf.io import NAME_KEYS, InputError, load_json_entry, load_npz, require_key, save_npz
-from lppf.results import FitData, FitResult
-from lppf.validation import check_params, fit_data
+from lppf.io import NAME_KEYS, load_json_entry, load_npz, require_key, save_npz
+from lppf.results import FACTORS, SECONDS, FitResult
+from lppf.validation import FitData, InputError, check_params, fit_data
 
-DEFAULTS: dict[str, Any] = {
-    "n_components": 10,
-    "method": "private",
-    "inference": "mcmc",
-    "a0": 0.1,  # gamma prior shape
-    "b0": 1.0,  # gamma prior rate
-    "max_iter": 2000,  # MCMC: total iterations including burn-in; CAVI: maximum iterations
-    "burnin": 1000,
-    "thin": 20,
-    "n_chains": 1,  # MCMC: independent chains, samples pooled
-    "tol": 1e-5,  # CAVI: stop when the relative change of mu_hat drops below (0: never)
-    "restarts": 1,  # CAVI: random restarts, best ELBO kept
-    "random_state": None,  # int, None (a fresh seed) or a numpy Generator; see ``seed_``
-    "threads": None,  # numba threads; None: numba's default
-    "verbose": False,  # progress bar
-    "alpha": None,  # noise level used when fit/transform/score get no ``alpha``
-}
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of a fit, with its default: the estimators' parameters (``get_params()``)
+    and ``lppf fit``'s options. :meth:`keywords` turns them into a backend's arguments."""
+
+    n_components: int = 10
+    method: str = "private"
+    inference: str = "mcmc"
+    a0: float = 0.1  # gamma prior shape
+    b0: float = 1.0  # gamma prior rate
+    max_iter: int = 2000  # MCMC: total iterations including burn-in; CAVI: maximum iterations
+    burnin: int = 1000
+    thin: int = 20
+    n_chains: int = 1  # MCMC: independent chains, samples pooled
+    tol: float = 1e-5  # CAVI: stop when the relative change of mu_hat drops below (0: never)
+    restarts: int = 1  # CAVI: random restarts, best ELBO kept
+    random_state: Any = None  # int, None (a fresh seed) or a numpy Generator; see ``seed_``
+    threads: int | None = None  # numba threads; None: numba's default
+    verbose: bool = False  # progress bar
+    alpha: Any = None  # noise level used when fit/transform/score get no ``alpha``
+
+    @classmethod
+    def of(cls, params: dict[str, Any]) -> Settings:
+        """The settings in ``params`` (a dict with the keys of :data:`DEFAULTS`)."""
+        return cls(**{name: params[name] for name in DEFAULTS})
+
+    def keywords(self, rng: np.random.Generator) -> dict[str, Any]:
+        """The arguments of the backend of :attr:`inference` (:mod:`lppf.backends`)."""
+        common = {"method": self.method, "n_components": int(self.n_components),
+                  "a0": float(self.a0), "b0": float(self.b0), "rng": rng,
+                  "threads": self.threads, "progress": bool(self.verbose)}
+        if self.inference == "mcmc":
+            return {**common, "n_iter": int(self.max_iter), "burnin": int(self.burnin),
+                    "thin": int(self.thin), "n_chains": int(self.n_chains)}
+        return {**common, "max_iter": int(self.max_iter), "tol": float(self.tol),
+                "restarts": int(self.restarts)}
+
+
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
 
 
 def check(model: str, params: dict[str, Any], Y: Any, alpha: Any, mask: Any,
@@ -77,19 +102,12 @@ def draw_seed(random_state: int | np.random.Generator | None) -> int:
 def run(model: str, data: FitData, rng: np.random.Generator, params: dict[str, Any]
         ) -> FitResult:
     """The backend's fit of ``model`` to ``data`` with settings ``params``."""
-    common = {"method": params["method"], "n_components": int(params["n_components"]),
-              "a0": float(params["a0"]), "b0": float(params["b0"]), "rng": rng,
-              "threads": params["threads"], "progress": bool(params["verbose"])}
-    if params["inference"] == "mcmc":
-        from lppf.mcmc import fit_mcmc
-
-        return fit_mcmc(model, data, n_iter=int(params["max_iter"]),
-                        burnin=int(params["burnin"]), thin=int(params["thin"]),
-                        n_chains=int(params["n_chains"]), **common)
-    from lppf.cavi import fit_cavi
-
-    return fit_cavi(model, data, max_iter=int(params["max_iter"]), tol=float(params["tol"]),
-                    restarts=int(params["restarts"]), **common)
+    settings = Settings.of(params)
+    if settings.inference == "mcmc":
+        from lppf.mcmc import fit_mcmc as fit_by
+    else:
+        from lppf.cavi import fit_cavi as fit_by
+    return fit_by(model, data, **settings.keywords(rng))
 
 
 def config(model: str, params: dict[str, Any], seed: int | None, threads: int | None,
@@ -117,22 +135,10 @@ class Fit:
     names: dict[str, np.ndarray] = field(default_factory=dict)
 
     def to_arrays(self, input_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-        """The fit as the arrays of the ``.npz`` layout (see docs, "Output .npz")."""
-        r = self.result
-        out: dict[str, Any] = {"mu_hat": r.mu_hat, **r.factors}
-        if r.y_hat is not None:
-            out["y_hat"] = r.y_hat
-        out.update({f"{k}_samples": v for k, v in r.samples.items()})
-        if r.log_joint is not None:
-            out["log_joint"] = r.log_joint
-        out.update({f"trace_{k}": v for k, v in r.trace.items()})
-        out.update({f"q_{k}": v for k, v in r.variational.items()})
-        out["elapsed_seconds"] = np.float64(self.seconds)
-        out.update({f"elapsed_{k}": np.float64(v) for k, v in r.elapsed.items()
-                    if k != "total"})
-        out.update({f"extra_{k}": np.asarray(v) for k, v in r.extra.items()})
-        out.update({f"diag_{k}": np.asarray(v) for k, v in r.diagnostics.items()})
-        out["iterations"] = np.int64(r.n_iter)
+        """The fit as the arrays of the ``.npz`` layout (docs/usage.md, "Output .npz"): the
+        result's (:meth:`~lppf.results.FitResult.to_arrays`), then ``seed``, ``config``,
+        ``alpha`` and the row and column names."""
+        out = self.result.to_arrays(self.seconds)
         out["seed"] = np.int64(self.seed)
         settings = config(self.model, self.params, self.seed, self.threads, input_path)
         out["config"] = np.array(json.dumps(settings, sort_keys=True))
@@ -190,14 +196,6 @@ class Fit:
         save_npz(path, **self.to_arrays(input_path))
 
 
-# keys of the fit .npz that are not the backend's arrays
-_FIXED_KEYS = ("mu_hat", "y_hat", "log_joint", "iterations", "seed", "config", "alpha",
-               "elapsed_seconds", *NAME_KEYS)
-_PREFIXES = {"trace_": "trace", "q_": "variational", "elapsed_": "elapsed", "extra_": "extra",
-             "diag_": "diagnostics"}
-FACTORS = {"pmf": ("theta", "phi"), "community": ("theta", "pi")}
-
-
 def load(path: str | os.PathLike[str]) -> Fit:
     """Read a fit ``.npz`` written by :meth:`Fit.save` (``lppf fit``, ``model.save``) back
     into a :class:`Fit`; a file that is not one is an :class:`InputError` naming it."""
@@ -210,28 +208,12 @@ def load(path: str | os.PathLike[str]) -> Fit:
         raise InputError(f"{path}: not a fit file (no valid 'config'; write one with "
                          "`lppf fit` or model.save)")
     model = settings["model"]
-    factors = {name: require_key(data, name, path) for name in FACTORS[model]}
-    parts: dict[str, dict[str, Any]] = {v: {} for v in _PREFIXES.values()}
-    samples = {}
-    for key, value in data.items():
-        if key in _FIXED_KEYS or key in factors:
-            continue
-        if key.endswith("_samples") and key[:-8] in factors:
-            samples[key[:-8]] = value
-            continue
-        prefix = next((p for p in _PREFIXES if key.startswith(p)), None)
-        if prefix is not None:
-            parts[_PREFIXES[prefix]][key[len(prefix):]] = value
-    parts["elapsed"] = {k: float(v) for k, v in parts["elapsed"].items()}
-    result = FitResult(mu_hat=require_key(data, "mu_hat", path), factors=factors,
-                       n_iter=int(require_key(data, "iterations", path)),
-                       y_hat=data.get("y_hat"), samples=samples,
-                       log_joint=data.get("log_joint"), **parts)
+    result = FitResult.from_arrays(data, model, lambda key: require_key(data, key, path))
     params = {**DEFAULTS, **{k: v for k, v in settings.items() if k in DEFAULTS},
               "random_state": settings.get("seed")}
     names = {k: data[k].astype(str) for k in NAME_KEYS if k in data}
     return Fit(model, params, result, int(require_key(data, "seed", path)),
-               settings.get("numba_threads"), float(data.get("elapsed_seconds", np.nan)),
+               settings.get("numba_threads"), float(data.get(SECONDS, np.nan)),
                data.get("alpha"), names)
 
 

@@ -1,17 +1,17 @@
-"""Reading and writing the project's files, and the one error type for bad input.
+"""Reading and writing the project's files.
 
 Every read failure of an input file (missing, truncated, corrupt, pickled objects, wrong
-dtype, out-of-range counts) becomes an :class:`InputError` whose message is one line naming
-the file and the key. Every output is written atomically: to a temporary file beside the
-target, then renamed onto it, so a reader sees the old file or the new one, never half of
-one. Outputs get the mode a plain ``open`` would give (the umask's for a new file, the old
-mode when a file is replaced). An output that is a symbolic link is written through: the
-file it points to is replaced and the link stays. Only regular files are written: an output
-that is a directory, a FIFO, a device or a socket, or a name ending in ``/``, is refused.
-Several outputs of one command are renamed together with the termination signals held back,
-so they appear all or none. The temporary files (and any directories made for them) are
-removed on any error, on ``SIGINT`` and on ``SIGTERM``/``SIGHUP`` (the process then exits
-with status 128 + the signal number).
+dtype, out-of-range counts) becomes an :class:`~lppf.validation.InputError` whose message is
+one line naming the file and the key. Every output is written atomically: to a temporary
+file beside the target, then renamed onto it, so a reader sees the old file or the new one,
+never half of one. Outputs get the mode a plain ``open`` would give (the umask's for a new
+file, the old mode when a file is replaced). An output that is a symbolic link is written
+through: the file it points to is replaced and the link stays. Only regular files are
+written: an output that is a directory, a FIFO, a device or a socket, or a name ending in
+``/``, is refused. Several outputs of one command are renamed together with the termination
+signals held back, so they appear all or none. The temporary files (and any directories made
+for them) are removed on any error, on ``SIGINT`` and on ``SIGTERM``/``SIGHUP`` (the process
+then exits with status 128 + the signal number).
 """
 
 from __future__ import annotations
@@ -33,35 +33,14 @@ from typing import IO, Any
 
 import numpy as np
 
-COUNT_LIMIT = 2**31  # counts (and privatized counts) must lie strictly within +- this
-SEED_LIMIT = 2**63  # seeds are stored as int64
+from lppf.validation import InputError, check_sparse, reason
+
 PathLike = str | os.PathLike[str]
-
-
-class InputError(ValueError):
-    """Bad user input. The message is one line naming the file, key or value at fault.
-
-    ``param`` names the argument at fault when there is one (``"Y"``, ``"mask"``,
-    ``"fix_phi"``, ``"n_iter"``, ...), so that a front end can name its own option for it.
-    """
-
-    def __init__(self, message: str, param: str | None = None) -> None:
-        super().__init__(_one_line(message))
-        self.param = param
-
-
-def _one_line(text: Any) -> str:
-    return " ".join(str(text).split())
 
 
 # -- reading
 _READ_ERRORS = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error,
                 RuntimeError, TypeError, MemoryError, NotImplementedError)
-
-
-def _reason(exc: BaseException) -> str:
-    text = _one_line(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _missing(path: Path, what: str = "") -> InputError:
@@ -80,7 +59,7 @@ def _open(path: Path, what: str = "") -> IO[bytes]:
         return open(path, "rb")
     except OSError as exc:
         where = f" ({what})" if what else ""
-        raise InputError(f"{path}: cannot read ({exc.strerror or _reason(exc)}){where}") from None
+        raise InputError(f"{path}: cannot read ({exc.strerror or reason(exc)}){where}") from None
 
 
 def load_npz(path: PathLike) -> dict[str, Any]:
@@ -95,7 +74,7 @@ def load_npz(path: PathLike) -> dict[str, Any]:
         try:
             loaded = np.load(fh, allow_pickle=False)
         except _READ_ERRORS as exc:
-            raise InputError(f"{path}: not a readable .npz file ({_reason(exc)})") from None
+            raise InputError(f"{path}: not a readable .npz file ({reason(exc)})") from None
         if not isinstance(loaded, np.lib.npyio.NpzFile):
             raise InputError(f"{path}: not an .npz archive (a single .npy array?)")
         with loaded as z:
@@ -103,7 +82,7 @@ def load_npz(path: PathLike) -> dict[str, Any]:
                 try:
                     data[key] = z[key]
                 except _READ_ERRORS as exc:
-                    raise InputError(f"{path}: key {key!r} is unreadable ({_reason(exc)})"
+                    raise InputError(f"{path}: key {key!r} is unreadable ({reason(exc)})"
                                      ) from None
     if {"format", "shape", "data"} <= data.keys() and "Y" not in data:
         data = {"Y": _sparse(path, data)}
@@ -116,22 +95,8 @@ def _sparse(path: Path, data: dict[str, Any]) -> Any:
     try:
         matrix = sp.load_npz(io.BytesIO(path.read_bytes()))
     except _READ_ERRORS as exc:
-        raise InputError(f"{path}: not a readable sparse matrix ({_reason(exc)})") from None
+        raise InputError(f"{path}: not a readable sparse matrix ({reason(exc)})") from None
     return check_sparse(matrix, str(path))
-
-
-def check_sparse(Y: Any, name: str = "Y") -> Any:
-    """A scipy sparse matrix whose index arrays are checked against its shape (scipy trusts
-    them when a matrix is built from arrays: an index out of range reads out of bounds)."""
-    check = getattr(Y, "check_format", None)
-    try:
-        if check is not None:
-            check(full_check=True)
-        elif hasattr(Y, "tocsr"):
-            Y.tocsr().check_format(full_check=True)
-    except (ValueError, TypeError, IndexError) as exc:
-        raise InputError(f"{name}: not a valid sparse matrix ({_reason(exc)})") from None
-    return Y
 
 
 # -- reading users' count matrices
@@ -166,7 +131,7 @@ def _read_mtx(path: Path) -> Any:
         try:
             matrix = scipy.io.mmread(fh)
         except _READ_ERRORS as exc:
-            raise InputError(f"{path}: not a readable Matrix Market file ({_reason(exc)})"
+            raise InputError(f"{path}: not a readable Matrix Market file ({reason(exc)})"
                              ) from None
     return check_sparse(matrix, str(path)) if hasattr(matrix, "tocsr") else matrix
 
@@ -189,7 +154,7 @@ def _read_table(path: Path, sep: str | None) -> dict[str, Any]:
             table = pd.read_csv(fh, sep=sep if sep else r"\s+", header=None, dtype=str,
                                 keep_default_na=False, engine="python" if sep is None else "c")
         except (*_READ_ERRORS, pd.errors.ParserError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: not a readable table ({_reason(exc)})") from None
+            raise InputError(f"{path}: not a readable table ({reason(exc)})") from None
     cells = table.to_numpy(dtype=object)
     if cells.size == 0:
         raise InputError(f"{path}: empty table")
@@ -220,7 +185,7 @@ def load_npy(path: PathLike, what: str) -> np.ndarray:
         try:
             array = np.load(fh, allow_pickle=False)
         except _READ_ERRORS as exc:
-            raise InputError(f"{path}: not a readable .npy file ({what}: {_reason(exc)})"
+            raise InputError(f"{path}: not a readable .npy file ({what}: {reason(exc)})"
                              ) from None
         if not isinstance(array, np.ndarray):
             array.close()
@@ -239,48 +204,6 @@ def require_key(data: Mapping[str, Any], key: str, path: PathLike) -> Any:
 def load_json_entry(npz: Mapping[str, Any], key: str) -> Any:
     """Decode a dict stored by :func:`save_npz`."""
     return json.loads(str(np.asarray(npz[key])[()]))
-
-
-def as_count_matrix(Y: Any, name: str = "Y", signed: bool = False) -> np.ndarray:
-    """Validate a count matrix and return it as a dense ``int64`` array.
-
-    Accepts dense arrays and scipy sparse matrices. Rejects non-numeric dtypes, NaN/inf,
-    non-integer values, counts of magnitude >= 2**31 and, unless ``signed``, negative values,
-    with a message naming ``name``.
-    """
-    if hasattr(Y, "toarray"):
-        Y = check_sparse(Y, name).toarray()
-    try:
-        Y = np.asarray(Y)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{name}: not a numeric matrix ({_reason(exc)})") from None
-    if Y.dtype.kind == "b" or Y.dtype.kind not in "iuf":
-        raise InputError(f"{name}: expected numeric counts, got dtype {Y.dtype}")
-    if Y.ndim != 2:
-        raise InputError(f"{name}: expected a 2-d matrix, got shape {Y.shape}")
-    if Y.size == 0:
-        return Y.astype(np.int64)
-    if Y.dtype.kind == "f":
-        if not np.all(np.isfinite(Y)):
-            raise InputError(f"{name}: contains NaN or infinite values")
-        if np.any(Y != np.round(Y)):
-            raise InputError(f"{name}: contains non-integer values")
-    low, high = Y.min().item(), Y.max().item()  # Python numbers: no overflow
-    if high >= COUNT_LIMIT or low <= -COUNT_LIMIT:
-        worst = high if high >= -low else low
-        raise InputError(f"{name}: counts must lie within +-2**31, got {worst:.6g}")
-    if not signed and low < 0:
-        raise InputError(f"{name}: contains negative counts (min {int(low)})")
-    return Y.astype(np.int64)
-
-
-def check_seed(value: Any, name: str = "seed") -> int:
-    """A seed: an integer in [0, 2**63)."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise InputError(f"{name} must be an integer in [0, 2**63), got {value!r}", name)
-    if not 0 <= value < SEED_LIMIT:
-        raise InputError(f"{name} must be an integer in [0, 2**63), got {value}", name)
-    return int(value)
 
 
 # -- writing
@@ -380,7 +303,7 @@ def check_output(path: PathLike, create_dirs: bool = False) -> None:
         with tempfile.TemporaryFile(dir=parent):  # removed on close, even if we are killed
             pass
     except OSError as exc:
-        raise InputError(f"{path}: cannot write ({exc.strerror or _reason(exc)})") from None
+        raise InputError(f"{path}: cannot write ({exc.strerror or reason(exc)})") from None
 
 
 def make_parents(directory: Path) -> list[Path]:
@@ -420,7 +343,7 @@ def _stage(path: PathLike, write: Callable[[IO[bytes]], None],
         created.extend(make_parents(target.parent))
         fd, tmp = _temporary(target)
     except OSError as exc:
-        raise InputError(f"{path}: cannot write ({exc.strerror or _reason(exc)})") from None
+        raise InputError(f"{path}: cannot write ({exc.strerror or reason(exc)})") from None
     try:
         try:
             mode = stat.S_IMODE(target.stat().st_mode)
@@ -432,7 +355,7 @@ def _stage(path: PathLike, write: Callable[[IO[bytes]], None],
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise InputError(f"{path}: cannot write ({exc.strerror or _reason(exc)})") from None
+            raise InputError(f"{path}: cannot write ({exc.strerror or reason(exc)})") from None
         raise
     return Path(tmp), target
 
@@ -471,7 +394,7 @@ def _publish(staged: Sequence[tuple[Path, Path]]) -> None:
             try:
                 os.replace(tmp, target)
             except OSError as exc:
-                raise InputError(f"{target}: cannot write ({exc.strerror or _reason(exc)})"
+                raise InputError(f"{target}: cannot write ({exc.strerror or reason(exc)})"
                                  ) from None
 
 
@@ -533,7 +456,6 @@ def write_text(path: PathLike, text: str) -> None:
     write_files([(path, text_writer(text))])
 
 
-__all__ = ["COUNT_LIMIT", "SEED_LIMIT", "InputError", "as_count_matrix", "check_output",
-           "check_seed", "check_sparse", "load_json_entry", "load_npy", "load_npz",
+__all__ = ["check_output", "load_json_entry", "load_npy", "load_npz",
            "make_parents", "npz_writer", "read_counts", "remove_empty", "require_key",
            "save_npy", "save_npz", "text_writer", "write_files", "write_text"]

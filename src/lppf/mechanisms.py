@@ -14,12 +14,17 @@ to ``Y`` is accepted, a 1-d array always meaning one value per row.
 from __future__ import annotations
 
 import math
-import numbers
 import os
 
 import numpy as np
 
-from lppf.io import InputError, as_count_matrix, check_seed
+from lppf.validation import (
+    InputError,
+    as_count_matrix,
+    check_alpha,
+    check_seed,
+    real_array,
+)
 
 _U53 = 2.0**-53
 
@@ -30,54 +35,6 @@ def _check_positive(value, name: str) -> np.ndarray:
     if np.any(bad):
         raise InputError(f"{name} must be finite and > 0, got {float(value[bad].flat[0])!r}")
     return value
-
-
-# The largest alpha whose noise stays within the count limit: P(|tau| >= 2**31) =
-# 2 alpha^(2**31) / (1 + alpha) <= exp(-32) per cell.
-ALPHA_MAX = 1.0 - 2.0**-26
-
-
-def real_array(value, name: str) -> np.ndarray:
-    """``value`` as a float array if it holds real numbers only (no bools, complex numbers or
-    strings), else one line naming ``name``."""
-    try:
-        array = np.asarray(value)
-        if array.dtype.kind == "O" and all(
-                isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
-                for v in array.flat):
-            array = array.astype(float)
-    except (TypeError, ValueError, OverflowError):
-        array = None
-    if array is None or array.dtype.kind not in "iuf":
-        what = type(value).__name__ if array is None else f"dtype {array.dtype}"
-        raise InputError(f"{name}: expected numbers (real, not bool or text), got {what}")
-    return array.astype(float)
-
-
-def check_alpha(alpha, shape: tuple[int, ...] | None = None, name: str = "alpha") -> np.ndarray:
-    """Validate ``alpha`` (real, finite, in [0, ALPHA_MAX]); if ``shape`` is given, also check
-    that it broadcasts to ``shape`` and return a 1-d ``alpha`` as a column (one value per
-    row). Above ALPHA_MAX the noise would exceed the count limit 2**31."""
-    alpha = real_array(alpha, name)
-    bad = ~(np.isfinite(alpha) & (alpha >= 0) & (alpha < 1))
-    if np.any(bad):
-        raise InputError(f"{name} must lie in [0, 1), got {float(alpha[bad].flat[0])!r}")
-    if np.any(alpha > ALPHA_MAX):
-        raise InputError(f"{name} = {float(alpha.max())!r} is too close to 1: its noise would "
-                         f"exceed the count limit 2**31 (at most 1 - 2**-26)")
-    if shape is None:
-        return alpha
-    if alpha.ndim == 1:
-        alpha = alpha[:, None]
-    try:
-        if np.broadcast_shapes(alpha.shape, shape) != tuple(shape):
-            raise ValueError
-    except ValueError:
-        raise InputError(
-            f"{name}: shape {alpha.shape} does not match counts of shape {tuple(shape)} "
-            "(use a scalar, one value per row or one per cell)"
-        ) from None
-    return alpha
 
 
 def epsilon_to_alpha(epsilon, precision) -> np.ndarray:
@@ -194,20 +151,33 @@ def noise_sampler() -> str:
 def privatize(Y, alpha, rng=None, secure: bool | None = None, *, return_info: bool = False):
     """Return ``Y + tau`` (dense int64, may be negative), ``tau ~ 2Geo(alpha)`` iid per cell.
 
-    Y: non-negative integer matrix (dense, scipy sparse, or a pandas DataFrame, whose index
-        and columns the result keeps), shape (n_rows, n_cols).
-    alpha: scalar, per-row (``(n_rows,)`` or ``(n_rows, 1)``) or per-cell array in
-        [0, ``ALPHA_MAX``]; ``alpha = 0`` adds no noise.
-    rng: None (the default) draws the noise from the operating system's cryptographically
-        secure generator: a release of real data. A seed or ``numpy.random.Generator`` makes
-        the noise reproducible, for simulations only: whoever knows the seed can subtract the
-        noise.
-    secure: None (the default): secure unless ``rng`` is given. True refuses ``rng``; False
-        requires it.
-    return_info: also return a dict saying how the noise was drawn: ``source`` ("secure" or
-        "seeded") and ``sampler`` ("opendp", "inversion" or "numpy"; see
-        :func:`noise_sampler`).
+    Parameters
+    ----------
+    Y : array-like, sparse matrix or pandas.DataFrame of shape (n_rows, n_cols)
+        Non-negative integer counts; a DataFrame's index and columns are kept.
+    alpha : float or array-like
+        Noise level in [0, ``ALPHA_MAX``]: a scalar, one per row (``(n_rows,)`` or
+        ``(n_rows, 1)``), or any shape broadcastable to ``Y`` (e.g. one per column or per
+        cell); ``alpha = 0`` adds no noise.
+    rng : int, numpy.random.Generator or None, default=None
+        None draws the noise from the operating system's cryptographically secure
+        generator: a release of real data. A seed or Generator makes the noise
+        reproducible, for simulations only: whoever knows the seed can subtract the noise.
+    secure : bool or None, default=None
+        None: secure unless ``rng`` is given. True refuses ``rng``; False requires it.
+    return_info : bool, default=False
+        Also return how the noise was drawn.
 
+    Returns
+    -------
+    Y_noisy : ndarray of shape (n_rows, n_cols) or pandas.DataFrame
+        The privatized counts.
+    info : dict
+        Only with ``return_info``: ``source`` ("secure" or "seeded") and ``sampler``
+        ("opendp", "inversion" or "numpy"; see :func:`noise_sampler`).
+
+    Notes
+    -----
     Secure noise comes from OpenDP's exact discrete Laplace sampler when OpenDP is installed
     (``lppf[secure]``), else by inverting 53-bit uniforms from ``os.urandom``, whose only
     deviation from the exact law is the 2^-53 grid (``|tau|`` capped at

@@ -24,12 +24,12 @@ Conventions
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 from scipy import special
 
 from lppf import conditional
+from lppf.results import part, part_key, samples_key
 
 EPS = 1e-12
 TOP_WORDS = 10
@@ -150,8 +150,8 @@ def align_topics(Phi_hat_KV: np.ndarray, Phi_true_KV: np.ndarray) -> np.ndarray:
 
 def max_joint_phi(fit) -> np.ndarray:
     """Phi of the saved sample with the largest log joint (MCMC), else the point estimate."""
-    if "phi_samples" in fit and "log_joint" in fit and len(fit["log_joint"]):
-        return np.asarray(fit["phi_samples"][int(np.argmax(fit["log_joint"]))], dtype=float)
+    if samples_key("phi") in fit and "log_joint" in fit and len(fit["log_joint"]):
+        return np.asarray(fit[samples_key("phi")][int(np.argmax(fit["log_joint"]))], dtype=float)
     return np.asarray(fit["phi"], dtype=float)
 
 
@@ -237,19 +237,12 @@ def rate_samples(model: str, samples: dict[str, np.ndarray], rows: np.ndarray,
     return np.einsum("snc,scd,snd->sn", theta[:, rows], samples["pi"], theta[:, cols])
 
 
-def benchmark_seconds(path: str | os.PathLike[str]) -> float:
-    """Wall-clock seconds in a Snakemake benchmark file (mean over its repeats)."""
-    import pandas as pd  # only V1's evaluations read a benchmark: imported there
-
-    return float(pd.read_csv(path, sep="\t")["s"].mean())
-
-
 def _factor_samples(fit, names: tuple[str, str]) -> dict[str, np.ndarray] | None:
     """Factor samples; a factor held fixed (no samples saved) is repeated."""
-    if not any(f"{k}_samples" in fit for k in names):
+    if not any(samples_key(k) in fit for k in names):
         return None
-    n = max(len(fit[f"{k}_samples"]) for k in names if f"{k}_samples" in fit)
-    return {k: fit[f"{k}_samples"] if f"{k}_samples" in fit
+    n = max(len(fit[samples_key(k)]) for k in names if samples_key(k) in fit)
+    return {k: fit[samples_key(k)] if samples_key(k) in fit
             else np.broadcast_to(fit[k], (n, *fit[k].shape)) for k in names}
 
 
@@ -290,7 +283,7 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
     if "mu" in truth:
         out["mae_mu"] = mae(mu_hat, truth["mu"], cells)
         out["kl"] = poisson_kl(truth["mu"], mu_hat, cells)
-    if model == "pmf" and "phi" in truth and ("phi" in fit or "phi_samples" in fit):
+    if model == "pmf" and "phi" in truth and ("phi" in fit or samples_key("phi") in fit):
         out["topic_l1"] = topic_error(max_joint_phi(fit), truth["phi"])
     observed = np.ones(Y.shape, bool) if cells is None else cells.copy()
     if mask is not None:
@@ -304,14 +297,16 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
         out["heldout_baseline_deviance"] = poisson_deviance(row_column_baseline(Y, observed),
                                                             Y, held)
     if coherence:
-        out.update(topic_quality(Y, fit["phi_samples"] if "phi_samples" in fit else fit["phi"]))
+        phi = samples_key("phi")
+        out.update(topic_quality(Y, fit[phi] if phi in fit else fit["phi"]))
     if private is not None:
         out["coverage90"] = coverage(model, fit, private, Y, observed, coverage_cells,
                                      np.random.default_rng(seed))
-    if "diag_rhat_loglik" in fit:
+    if part_key("diagnostics", "rhat_loglik") in fit:
         out.update(convergence(fit))
-    if "extra_objective" in fit:  # CAVI: best minus worst final objective of restarts
-        out["objective_spread"] = float(np.ptp(fit["extra_objective"]))
+    objective = part_key("extra", "objective")
+    if objective in fit:  # CAVI: best minus worst final objective of restarts
+        out["objective_spread"] = float(np.ptp(fit[objective]))
     return out
 
 
@@ -322,12 +317,12 @@ def convergence(fit) -> dict[str, float]:
     criterion of :func:`lppf.diagnostics.convergence_problem`, else 0.0)."""
     from lppf.diagnostics import convergence_problem
 
-    rhat_mu = np.asarray(fit["diag_rhat_mu"], dtype=float)
-    diagnostics = {k[len("diag_"):]: fit[k] for k in fit if k.startswith("diag_")}
-    n_chains = int(fit["extra_n_chains"]) if "extra_n_chains" in fit else 1
-    return {"rhat_loglik": float(fit["diag_rhat_loglik"]),
-            "ess_bulk_loglik": float(fit["diag_ess_bulk_loglik"]),
-            "ess_tail_loglik": float(fit.get("diag_ess_tail_loglik", math.nan)),
+    diagnostics = part(fit, "diagnostics")
+    rhat_mu = np.asarray(diagnostics["rhat_mu"], dtype=float)
+    n_chains = int(part(fit, "extra").get("n_chains", 1))
+    return {"rhat_loglik": float(diagnostics["rhat_loglik"]),
+            "ess_bulk_loglik": float(diagnostics["ess_bulk_loglik"]),
+            "ess_tail_loglik": float(diagnostics.get("ess_tail_loglik", math.nan)),
             "rhat_mu_max": float(np.nanmax(rhat_mu)) if np.isfinite(rhat_mu).any() else math.nan,
             "n_chains": float(n_chains),
             "converged": float(convergence_problem(diagnostics, n_chains) is None)}

@@ -1,7 +1,12 @@
-"""The data a fit consumes and the result every inference backend returns.
+"""The result every inference backend returns, and its layout in a fit ``.npz``.
 
-MCMC (:mod:`lppf.mcmc`) and CAVI (:mod:`lppf.cavi`) backends share these types, so the
-estimators, the CLI and the workflow write one ``.npz`` layout whatever the backend.
+MCMC (:mod:`lppf.mcmc`) and CAVI (:mod:`lppf.cavi`) backends share :class:`FitResult`, so
+the estimators, the CLI and the workflow write one layout whatever the backend. The keys are
+defined here once: :meth:`FitResult.to_arrays` and :meth:`FitResult.from_arrays` convert,
+:func:`samples_key`, :func:`part_key` and :func:`part` name and read single entries (metrics,
+figures, checks). :class:`lppf.fitting.Fit` adds the settings, seed and noise level and
+writes and reads the file. The data a fit consumes, :class:`~lppf.validation.FitData`, is
+built by :func:`lppf.validation.fit_data`.
 """
 
 from __future__ import annotations
@@ -11,29 +16,36 @@ from typing import Any
 
 import numpy as np
 
-METHODS = ("private", "private-collapsed", "naive", "nonprivate")
-PRIVATE_METHODS = ("private", "private-collapsed")  # methods with latent true counts
-INFERENCES = ("mcmc", "cavi")
-MODELS = ("pmf", "community")
+from lppf.validation import (  # noqa: F401 (re-exported: their home before lppf.validation)
+    INFERENCES,
+    METHODS,
+    MODELS,
+    PRIVATE_METHODS,
+    FitData,
+)
+
+FACTORS = {"pmf": ("theta", "phi"), "community": ("theta", "pi")}  # factor names by model
+# FitResult fields stored one key per entry, under a prefix: {field: prefix}
+PREFIXES = {"trace": "trace_", "variational": "q_", "elapsed": "elapsed_", "extra": "extra_",
+            "diagnostics": "diag_"}
+SECONDS = "elapsed_seconds"  # the fit's wall time in total (beside the phases' elapsed_*)
 
 
-@dataclass(frozen=True)
-class FitData:
-    """Validated inputs of a fit.
+def samples_key(factor: str) -> str:
+    """Key of a factor's thinned samples, e.g. ``phi_samples``."""
+    return f"{factor}_samples"
 
-    Y : (n_rows, n_cols) int64. Privatized counts for ``private*``/``naive``, true counts for
-        ``nonprivate``.
-    alpha : float64 array broadcastable to Y (shape (), (n_rows, 1) or (n_rows, n_cols));
-        all zeros for ``nonprivate``. alpha = 0 marks a noiseless cell.
-    mask : (n_rows, n_cols) bool, True = held out (contributes nothing). For the community
-        model the diagonal is always held out.
-    fix : factors held at given values, e.g. ``{"phi": Phi_KV}``.
-    """
 
-    Y: np.ndarray
-    alpha: np.ndarray
-    mask: np.ndarray
-    fix: dict[str, np.ndarray] = field(default_factory=dict)
+def part_key(part: str, name: str) -> str:
+    """Key of entry ``name`` of the FitResult field ``part``, e.g. ``diag_rhat_mu``."""
+    return PREFIXES[part] + name
+
+
+def part(arrays: Any, name: str) -> dict[str, Any]:
+    """The entries of the FitResult field ``name`` in a fit's arrays, prefix removed."""
+    prefix = PREFIXES[name]
+    return {k[len(prefix):]: arrays[k] for k in arrays
+            if k.startswith(prefix) and not (name == "elapsed" and k == SECONDS)}
 
 
 @dataclass
@@ -68,3 +80,37 @@ class FitResult:
     variational: dict[str, np.ndarray] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     diagnostics: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def to_arrays(self, seconds: float | None = None) -> dict[str, Any]:
+        """The result as arrays of the fit ``.npz`` (docs/usage.md, "Output .npz"); with
+        ``seconds``, the total wall time as ``elapsed_seconds``."""
+        out: dict[str, Any] = {"mu_hat": self.mu_hat, **self.factors}
+        if self.y_hat is not None:
+            out["y_hat"] = self.y_hat
+        out.update({samples_key(k): v for k, v in self.samples.items()})
+        if self.log_joint is not None:
+            out["log_joint"] = self.log_joint
+        out.update({part_key("trace", k): v for k, v in self.trace.items()})
+        out.update({part_key("variational", k): v for k, v in self.variational.items()})
+        if seconds is not None:
+            out[SECONDS] = np.float64(seconds)
+        out.update({part_key("elapsed", k): np.float64(v) for k, v in self.elapsed.items()
+                    if k != "total"})
+        out.update({part_key("extra", k): np.asarray(v) for k, v in self.extra.items()})
+        out.update({part_key("diagnostics", k): np.asarray(v)
+                    for k, v in self.diagnostics.items()})
+        out["iterations"] = np.int64(self.n_iter)
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Any, model: str, require: Any) -> FitResult:
+        """The result stored in a fit's ``arrays`` (a mapping) of ``model``; ``require(key)``
+        returns a key that must be present (or raises)."""
+        factors = {name: require(name) for name in FACTORS[model]}
+        samples = {name: arrays[samples_key(name)] for name in factors
+                   if samples_key(name) in arrays}
+        parts = {name: part(arrays, name) for name in PREFIXES}
+        parts["elapsed"] = {k: float(v) for k, v in parts["elapsed"].items()}
+        return cls(mu_hat=require("mu_hat"), factors=factors,
+                   n_iter=int(require("iterations")), y_hat=arrays.get("y_hat"),
+                   samples=samples, log_joint=arrays.get("log_joint"), **parts)

@@ -1,9 +1,10 @@
-"""The one place where the inputs of a fit are checked.
+"""The one place where inputs are checked: values, count matrices, noise levels, seeds and the
+settings and data of a fit.
 
-:func:`check_params` checks the settings and :func:`fit_data` builds the
-:class:`~lppf.results.FitData` contract; the estimators, ``lppf fit`` and the workflow go
-through them and the inference backends trust what they return. Every refusal is an
-:class:`~lppf.io.InputError` with a one-line message and ``param`` naming the argument at fault.
+The mechanism, ``lppf privatize``, ``lppf fit``, the estimators and the workflow's config
+check (through :func:`check_params`) all go through these functions, and the inference
+backends trust what :func:`fit_data` returns. Every refusal is an :class:`InputError` with a
+one-line message; ``param`` names the argument at fault where there is one.
 """
 
 from __future__ import annotations
@@ -11,13 +12,165 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lppf.io import COUNT_LIMIT, InputError, as_count_matrix, check_seed
-from lppf.mechanisms import check_alpha, real_array
-from lppf.results import INFERENCES, METHODS, MODELS, PRIVATE_METHODS, FitData
+COUNT_LIMIT = 2**31  # counts (and privatized counts) must lie strictly within +- this
+SEED_LIMIT = 2**63  # seeds are stored as int64
+
+METHODS = ("private", "private-collapsed", "naive", "nonprivate")
+PRIVATE_METHODS = ("private", "private-collapsed")  # methods with latent true counts
+INFERENCES = ("mcmc", "cavi")
+MODELS = ("pmf", "community")
+
+
+class InputError(ValueError):
+    """Bad user input. The message is one line naming the file, key or value at fault.
+
+    ``param`` names the argument at fault when there is one (``"Y"``, ``"mask"``,
+    ``"fix_phi"``, ``"n_iter"``, ...), so that a front end can name its own option for it.
+    """
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(one_line(message))
+        self.param = param
+
+
+def one_line(text: Any) -> str:
+    """``text`` with every run of whitespace (newlines included) made one space."""
+    return " ".join(str(text).split())
+
+
+def reason(exc: BaseException) -> str:
+    """An exception as one line: its type, and its message when it has one."""
+    text = one_line(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# The largest alpha whose noise stays within the count limit: P(|tau| >= 2**31) =
+# 2 alpha^(2**31) / (1 + alpha) <= exp(-32) per cell.
+ALPHA_MAX = 1.0 - 2.0**-26
+
+
+def real_array(value, name: str) -> np.ndarray:
+    """``value`` as a float array if it holds real numbers only (no bools, complex numbers or
+    strings), else one line naming ``name``."""
+    try:
+        array = np.asarray(value)
+        if array.dtype.kind == "O" and all(
+                isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
+                for v in array.flat):
+            array = array.astype(float)
+    except (TypeError, ValueError, OverflowError):
+        array = None
+    if array is None or array.dtype.kind not in "iuf":
+        what = type(value).__name__ if array is None else f"dtype {array.dtype}"
+        raise InputError(f"{name}: expected numbers (real, not bool or text), got {what}")
+    return array.astype(float)
+
+
+def check_alpha(alpha, shape: tuple[int, ...] | None = None, name: str = "alpha") -> np.ndarray:
+    """Validate ``alpha`` (real, finite, in [0, ALPHA_MAX]); if ``shape`` is given, also check
+    that it broadcasts to ``shape`` and return a 1-d ``alpha`` as a column (one value per
+    row). Above ALPHA_MAX the noise would exceed the count limit 2**31."""
+    alpha = real_array(alpha, name)
+    bad = ~(np.isfinite(alpha) & (alpha >= 0) & (alpha < 1))
+    if np.any(bad):
+        raise InputError(f"{name} must lie in [0, 1), got {float(alpha[bad].flat[0])!r}")
+    if np.any(alpha > ALPHA_MAX):
+        raise InputError(f"{name} = {float(alpha.max())!r} is too close to 1: its noise would "
+                         f"exceed the count limit 2**31 (at most 1 - 2**-26)")
+    if shape is None:
+        return alpha
+    if alpha.ndim == 1:
+        alpha = alpha[:, None]
+    try:
+        if np.broadcast_shapes(alpha.shape, shape) != tuple(shape):
+            raise ValueError
+    except ValueError:
+        raise InputError(
+            f"{name}: shape {alpha.shape} does not match counts of shape {tuple(shape)} "
+            "(use a scalar, one value per row or one per cell)"
+        ) from None
+    return alpha
+
+
+def check_sparse(Y: Any, name: str = "Y") -> Any:
+    """A scipy sparse matrix whose index arrays are checked against its shape (scipy trusts
+    them when a matrix is built from arrays: an index out of range reads out of bounds)."""
+    check = getattr(Y, "check_format", None)
+    try:
+        if check is not None:
+            check(full_check=True)
+        elif hasattr(Y, "tocsr"):
+            Y.tocsr().check_format(full_check=True)
+    except (ValueError, TypeError, IndexError) as exc:
+        raise InputError(f"{name}: not a valid sparse matrix ({reason(exc)})") from None
+    return Y
+
+
+def as_count_matrix(Y: Any, name: str = "Y", signed: bool = False) -> np.ndarray:
+    """Validate a count matrix and return it as a dense ``int64`` array.
+
+    Accepts dense arrays and scipy sparse matrices. Rejects non-numeric dtypes, NaN/inf,
+    non-integer values, counts of magnitude >= 2**31 and, unless ``signed``, negative values,
+    with a message naming ``name``.
+    """
+    if hasattr(Y, "toarray"):
+        Y = check_sparse(Y, name).toarray()
+    try:
+        Y = np.asarray(Y)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name}: not a numeric matrix ({reason(exc)})") from None
+    if Y.dtype.kind == "b" or Y.dtype.kind not in "iuf":
+        raise InputError(f"{name}: expected numeric counts, got dtype {Y.dtype}")
+    if Y.ndim != 2:
+        raise InputError(f"{name}: expected a 2-d matrix, got shape {Y.shape}")
+    if Y.size == 0:
+        return Y.astype(np.int64)
+    if Y.dtype.kind == "f":
+        if not np.all(np.isfinite(Y)):
+            raise InputError(f"{name}: contains NaN or infinite values")
+        if np.any(Y != np.round(Y)):
+            raise InputError(f"{name}: contains non-integer values")
+    low, high = Y.min().item(), Y.max().item()  # Python numbers: no overflow
+    if high >= COUNT_LIMIT or low <= -COUNT_LIMIT:
+        worst = high if high >= -low else low
+        raise InputError(f"{name}: counts must lie within +-2**31, got {worst:.6g}")
+    if not signed and low < 0:
+        raise InputError(f"{name}: contains negative counts (min {int(low)})")
+    return Y.astype(np.int64)
+
+
+def check_seed(value: Any, name: str = "seed") -> int:
+    """A seed: an integer in [0, 2**63)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InputError(f"{name} must be an integer in [0, 2**63), got {value!r}", name)
+    if not 0 <= value < SEED_LIMIT:
+        raise InputError(f"{name} must be an integer in [0, 2**63), got {value}", name)
+    return int(value)
+
+
+@dataclass(frozen=True)
+class FitData:
+    """Validated inputs of a fit.
+
+    Y : (n_rows, n_cols) int64. Privatized counts for ``private*``/``naive``, true counts for
+        ``nonprivate``.
+    alpha : float64 array broadcastable to Y (shape (), (n_rows, 1) or (n_rows, n_cols));
+        all zeros for ``nonprivate``. alpha = 0 marks a noiseless cell.
+    mask : (n_rows, n_cols) bool, True = held out (contributes nothing). For the community
+        model the diagonal is always held out.
+    fix : factors held at given values, e.g. ``{"phi": Phi_KV}``.
+    """
+
+    Y: np.ndarray
+    alpha: np.ndarray
+    mask: np.ndarray
+    fix: dict[str, np.ndarray] = field(default_factory=dict)
+
 
 PRIOR_RANGE = (1e-8, 1e8)  # gamma prior shapes and rates outside it are degenerate
 FIX_MAX = float(COUNT_LIMIT)  # fixed factors at or above it give rates no count can have
@@ -97,19 +250,26 @@ def factor_shapes(model: str, shape: tuple[int, int], n_components: int
 
 
 def _alpha(alpha: Any, shape: tuple[int, int]) -> np.ndarray:
-    """alpha as a 2-d float64 array of shape (1, 1), (n_rows, 1) or ``shape``."""
+    """alpha as a 2-d float64 array of shape (1, 1), (n_rows, 1) or ``shape``. Any shape
+    :func:`check_alpha` accepts for ``shape`` (what the mechanism accepts) is accepted; one
+    that is none of these three, e.g. (1, n_cols), is broadcast to ``shape``."""
     try:
         alpha = np.array(check_alpha(alpha), dtype=np.float64)
     except InputError as exc:
         raise InputError(str(exc), "alpha") from None
-    if alpha.ndim == 0:
-        return alpha.reshape(1, 1)
-    if alpha.ndim == 1 and len(alpha) == shape[0]:
-        return alpha[:, None]
-    if alpha.ndim == 2 and alpha.shape in ((1, 1), (shape[0], 1), shape):
-        return alpha
-    raise InputError(f"alpha: shape {alpha.shape} does not fit counts of shape {shape} "
-                     "(use a scalar, one value per row or one per cell)", "alpha")
+    column = alpha[:, None] if alpha.ndim == 1 else alpha
+    try:
+        fits = np.broadcast_shapes(column.shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise InputError(f"alpha: shape {alpha.shape} does not fit counts of shape {shape} "
+                         "(use a scalar, one value per row or one per cell)", "alpha")
+    if column.ndim < 2:
+        return column.reshape(1, 1)
+    if column.shape in ((1, 1), (shape[0], 1), shape):
+        return column
+    return np.ascontiguousarray(np.broadcast_to(column, shape))
 
 
 def _mask(mask: Any, shape: tuple[int, int]) -> np.ndarray:
@@ -182,14 +342,31 @@ def fit_data(model: str, method: str, Y: Any, alpha: Any = None, mask: Any = Non
              fix: dict | None = None, *, n_components: int, n_saved: int = 1) -> FitData:
     """Check and assemble the data of a fit.
 
-    Y : (n_rows, n_cols) counts, privatized (may be negative) unless ``method`` is
-        ``nonprivate``; |y| < 2**31. Square with at least 2 rows for the community model.
-    alpha : scalar, (n_rows,), (n_rows, 1) or (n_rows, n_cols) in [0, 1); required for the
-        private methods, ignored (zeros) for nonprivate.
-    mask : bool (n_rows, n_cols), True = held out; the community diagonal is added. At least
-        one cell must stay observed.
-    fix : factors held fixed, finite and > 0, of the shapes of :func:`factor_shapes`.
-    n_saved : samples an MCMC fit keeps (for the memory estimate).
+    Parameters
+    ----------
+    model : {"pmf", "community"}
+    method : str
+        One of :data:`METHODS`.
+    Y : array-like or sparse matrix of shape (n_rows, n_cols)
+        Counts, privatized (may be negative) unless ``method`` is ``nonprivate``;
+        |y| < 2**31. Square with at least 2 rows for the community model.
+    alpha : float or array-like, default=None
+        Noise level in [0, 1): any shape :func:`check_alpha` accepts for ``Y`` (scalar, one
+        per row, per column or per cell); required for the private methods, ignored (zeros)
+        for nonprivate.
+    mask : array-like of bool of shape (n_rows, n_cols), default=None
+        True = held out; the community diagonal is added. At least one cell must stay
+        observed.
+    fix : dict of str to ndarray, default=None
+        Factors held fixed, finite and > 0, of the shapes of :func:`factor_shapes`.
+    n_components : int
+    n_saved : int, default=1
+        Samples an MCMC fit keeps (for the memory estimate).
+
+    Returns
+    -------
+    FitData
+        ``alpha`` of shape (1, 1), (n_rows, 1) or (n_rows, n_cols).
     """
     if model not in MODELS:
         raise InputError(f"model must be one of {', '.join(MODELS)}, got {model!r}", "model")
@@ -222,4 +399,6 @@ def fit_data(model: str, method: str, Y: Any, alpha: Any = None, mask: Any = Non
     return FitData(Y, alpha, mask, _fix(model, fix, Y.shape, n_components))
 
 
-__all__ = ["check_params", "factor_shapes", "fit_data"]
+__all__ = ["ALPHA_MAX", "COUNT_LIMIT", "INFERENCES", "METHODS", "MODELS", "PRIVATE_METHODS",
+           "SEED_LIMIT", "FitData", "InputError", "as_count_matrix", "check_alpha", "check_params",
+           "check_seed", "check_sparse", "factor_shapes", "fit_data", "real_array"]

@@ -10,6 +10,7 @@ import seaborn as sns
 from lppf import metrics
 from lppf.fitting import DEFAULTS
 from lppf.io import load_npz
+from lppf.results import samples_key
 
 PRIVACY = {"alpha": "alpha", "eps_n": "eps / N", "eps_mean": "eps (N = mean y)",
            "beta_mean": "mean alpha_d"}
@@ -151,10 +152,7 @@ def topics(smk):
         return phi / phi.sum(axis=1, keepdims=True)
 
     def estimate(fit, truth):
-        if "phi_samples" in fit and "log_joint" in fit:
-            phi = normalized(fit["phi_samples"][np.argmax(fit["log_joint"])])
-        else:
-            phi = normalized(fit["phi"])
+        phi = normalized(metrics.max_joint_phi(fit))
         return phi[metrics.align_topics(phi, truth["phi"])]
 
     return _heatmap_grid(smk, lambda t: normalized(t["phi"]), estimate, "true Phi*")
@@ -170,7 +168,7 @@ def posterior_y(smk, n_cells=25, seed=0):
     cells = rng.choice(Y.size, size=min(n_cells, Y.size), replace=False)
     rows, cols = np.unravel_index(cells, Y.shape)
     alpha = np.broadcast_to(private["alpha"], Y.shape)[rows, cols]
-    samples = {k: fit[f"{k}_samples"] for k in ("theta", "phi")}
+    samples = {k: fit[samples_key(k)] for k in ("theta", "phi")}
     pmf = metrics.posterior_y_pmf(private["Y_noisy"][rows, cols], alpha,
                                   metrics.rate_samples("pmf", samples, rows, cols))
     side = int(np.ceil(np.sqrt(len(cells))))
@@ -196,7 +194,7 @@ def theta_kl(smk):
     frames = []
     for f, fit in _fit_grid(smk):
         truth = load_npz(f["truth"])
-        kl = metrics.kl_trace(fit["theta_samples"], truth["theta"])
+        kl = metrics.kl_trace(fit[samples_key("theta")], truth["theta"])
         iteration = mcmc["burnin"] + mcmc["thin"] * np.arange(1, len(kl) + 1)
         frames.append(pd.DataFrame({"iteration": iteration, "KL": kl, "noise": f["grid"],
                                     "method": f["method"]}))

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import special
 
-from lppf.cavi.expectations import TINY, collapsed_refresh, private_local
+from lppf.expectations import TINY, collapsed_refresh, private_local
 
 DENSE_FRACTION = 0.1  # share of non-zero cells above which observed counts are handled densely
 

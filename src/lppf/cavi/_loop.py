@@ -11,7 +11,7 @@ import numpy as np
 from lppf._numba import threads as numba_threads
 from lppf._progress import progress_bar
 from lppf.cavi._local import LOCALS
-from lppf.cavi.expectations import (
+from lppf.expectations import (
     TINY,
     Moments,
     collapsed_local,
@@ -19,7 +19,8 @@ from lppf.cavi.expectations import (
     gamma_moments,
     point_moments,
 )
-from lppf.results import FitData, FitResult
+from lppf.results import FitResult
+from lppf.validation import FitData
 
 INIT_SHAPE = 2.0  # shape of the random initial q factors; their means are set from the data
 EM_STEPS = 100  # EM steps of the observed data that give each restart its initial means
@@ -127,9 +128,9 @@ def plugin_loglik(Y: np.ndarray, alpha: np.ndarray, mask: np.ndarray, mu: np.nda
 def em_start(model: GammaModel, data: FitData, method: str, n_components: int,
              rng: np.random.Generator) -> None:
     """Set the means of the free q factors (shape ``INIT_SHAPE``) to an EM fit of the
-    observed data from a random start (:mod:`lppf.mcmc._start`, ``EM_STEPS`` steps): from
+    observed data from a random start (:mod:`lppf.start`, ``EM_STEPS`` steps): from
     random starts CAVI settles in the same poor local optima as the Gibbs chains."""
-    from lppf.mcmc import _start
+    from lppf import start as _start
 
     kind = "pmf" if "phi" in model.names else "community"
     draw = _start.random_start if kind == "pmf" else _start.random_start_community

@@ -11,8 +11,9 @@ import numpy as np
 from numba import njit
 
 from lppf.cavi._loop import GammaModel, fit
-from lppf.cavi.expectations import Moments, cell_dot
-from lppf.results import FitData, FitResult
+from lppf.expectations import Moments, cell_dot
+from lppf.results import FitResult
+from lppf.validation import FitData
 
 
 @njit(cache=True)
@@ -41,7 +42,7 @@ def _theta_sweep(shape, mean, Pi, obs, U, W, b0, rate, actors):
                 W[j, :] += delta
 
 
-class CommunityModel(GammaModel):
+class CommunityCavi(GammaModel):
     """q(theta_ic), q(pi_cd) gamma. S_ij = sum_cd G[theta_ic] G[pi_cd] G[theta_jd]."""
 
     names = ("theta", "pi")
@@ -125,6 +126,6 @@ def fit_community_cavi(data: FitData, *, method: str, n_components: int, a0: flo
                        max_iter: int, tol: float, restarts: int, rng: np.random.Generator,
                        threads: int | None = None, progress: bool = False) -> FitResult:
     """CAVI for the community model; see :func:`lppf.cavi.fit_cavi`."""
-    return fit(CommunityModel, data, method=method, n_components=n_components, a0=a0, b0=b0,
+    return fit(CommunityCavi, data, method=method, n_components=n_components, a0=a0, b0=b0,
                max_iter=max_iter, tol=tol, restarts=restarts, rng=rng, threads=threads,
                progress=progress)

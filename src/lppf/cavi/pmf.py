@@ -7,11 +7,12 @@ import math
 import numpy as np
 
 from lppf.cavi._loop import GammaModel, fit
-from lppf.cavi.expectations import Moments, cell_dot
-from lppf.results import FitData, FitResult
+from lppf.expectations import Moments, cell_dot
+from lppf.results import FitResult
+from lppf.validation import FitData
 
 
-class PMFModel(GammaModel):
+class PMFCavi(GammaModel):
     """q(theta_dk), q(phi_kv) gamma. S_dv = sum_k G[theta_dk] G[phi_kv]."""
 
     names = ("theta", "phi")
@@ -79,6 +80,6 @@ def fit_pmf_cavi(data: FitData, *, method: str, n_components: int, a0: float, b0
                  max_iter: int, tol: float, restarts: int, rng: np.random.Generator,
                  threads: int | None = None, progress: bool = False) -> FitResult:
     """CAVI for PMF; see :func:`lppf.cavi.fit_cavi`."""
-    return fit(PMFModel, data, method=method, n_components=n_components, a0=a0, b0=b0,
+    return fit(PMFCavi, data, method=method, n_components=n_components, a0=a0, b0=b0,
                max_iter=max_iter, tol=tol, restarts=restarts, rng=rng, threads=threads,
                progress=progress)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from lppf.io import SEED_LIMIT
+from lppf.validation import SEED_LIMIT
 
 
 def _number(kind, text: str):

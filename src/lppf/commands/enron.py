@@ -20,7 +20,8 @@ import pandas as pd
 from lppf.commands._types import fraction, nonnegative_int, positive_int, seed
 from lppf.enron.parse import EXCLUDED_FOLDERS, SENT_FOLDERS, Corpus, read_corpus
 from lppf.enron.source import CMU_SHA256, CMU_SIZE, CMU_URL, download, is_url, resolve
-from lppf.io import InputError, check_output, npz_writer, text_writer, write_files
+from lppf.io import check_output, npz_writer, text_writer, write_files
+from lppf.validation import InputError
 
 
 def _stem(output: str, *suffixes: str) -> Path:

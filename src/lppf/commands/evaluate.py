@@ -19,13 +19,15 @@ import numpy as np
 from lppf import metrics
 from lppf.commands import _types
 from lppf.fitfile import read_fit, read_mask, read_privatized, read_truth
-from lppf.io import InputError, write_text
+from lppf.io import write_text
+from lppf.results import SECONDS, samples_key
+from lppf.validation import InputError
 
 
 def _check_topics(args, fit: dict, truth: dict) -> None:
     """Topic metrics need the fit's topics (at least as many as the true ones for topic_l1,
     and TOP_WORDS words for --coherence)."""
-    has_topics = "phi" in fit or "phi_samples" in fit
+    has_topics = "phi" in fit or samples_key("phi") in fit
     if args.coherence and not has_topics:
         raise InputError(f"{args.fit}: --coherence needs the topics of a pmf fit (key 'phi' "
                          "or 'phi_samples')")
@@ -33,7 +35,7 @@ def _check_topics(args, fit: dict, truth: dict) -> None:
         raise InputError(f"{args.truth}: --coherence scores the top {metrics.TOP_WORDS} words "
                          f"of each topic, Y has only {truth['Y'].shape[1]} columns")
     if "phi" in truth and has_topics:
-        K_fit = (fit["phi"] if "phi" in fit else fit["phi_samples"][0]).shape[0]
+        K_fit = (fit["phi"] if "phi" in fit else fit[samples_key("phi")][0]).shape[0]
         if K_fit < truth["phi"].shape[0]:
             raise InputError(f"{args.fit}: {K_fit} topics cannot be matched to the "
                              f"{truth['phi'].shape[0]} true topics of {args.truth}")
@@ -51,7 +53,7 @@ def evaluate(args) -> dict:
                                args.coverage_cells, args.seed)
     config = fit["config"]
     out.update(seed=fit["seed"], iterations=fit["iterations"],
-               fit_seconds=fit.get("elapsed_seconds"),
+               fit_seconds=fit.get(SECONDS),
                threads=config.get("numba_threads", config.get("threads")))
     return {**dict(args.label), **out}
 

@@ -4,7 +4,7 @@ INPUT is the output of ``lppf privatize`` (keys ``Y_noisy``, ``alpha``) for the 
 naive methods, or an ``.npz`` with the true counts ``Y`` for ``nonprivate``; or a table
 (``.csv``, ``.tsv``, ``.txt``) or Matrix Market file (``.mtx``) of counts, with the noise
 level given by ``--alpha`` or ``--epsilon``/``--precision``. OUTPUT gets the fit ``.npz``
-(written atomically; layout in the README, "Output .npz").
+(written atomically; layout in docs/usage.md, "Output .npz").
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from lppf.commands._types import open_unit, positive_float
 from lppf.fitting import DEFAULTS
 from lppf.io import (
     NAME_KEYS,
-    InputError,
     check_output,
     load_npy,
     npz_writer,
@@ -32,7 +31,7 @@ from lppf.io import (
     require_key,
     write_files,
 )
-from lppf.results import INFERENCES, METHODS, MODELS
+from lppf.validation import INFERENCES, METHODS, MODELS, InputError
 
 # options of one inference only: (option, attribute, inference it belongs to)
 ONLY = (("--chains", "chains", "mcmc"), ("--idata", "idata", "mcmc"),
@@ -112,7 +111,8 @@ def _blame(args: argparse.Namespace, exc: InputError) -> InputError:
 
 def _noise_level(args: argparse.Namespace) -> float | None:
     """``--alpha`` or ``exp(-epsilon / precision)``, or None when neither is given."""
-    from lppf.mechanisms import check_alpha, epsilon_to_alpha
+    from lppf.mechanisms import epsilon_to_alpha
+    from lppf.validation import check_alpha
 
     if args.alpha is not None and args.epsilon is not None:
         raise InputError("give --alpha or --epsilon with --precision, not both")

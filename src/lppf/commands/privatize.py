@@ -22,18 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lppf.io import (
-    COUNT_LIMIT,
-    NAME_KEYS,
-    InputError,
-    as_count_matrix,
-    check_output,
-    check_seed,
-    load_npy,
-    read_counts,
-    save_npz,
-)
-from lppf.mechanisms import check_alpha, epsilon_to_alpha, privacy_statement, privatize
+from lppf.io import NAME_KEYS, check_output, load_npy, read_counts, save_npz
+from lppf.mechanisms import epsilon_to_alpha, privacy_statement, privatize
+from lppf.validation import COUNT_LIMIT, InputError, as_count_matrix, check_alpha, check_seed
 
 
 def register(subparsers) -> None:

@@ -11,8 +11,8 @@ import numpy as np
 
 from lppf import synthetic
 from lppf.commands import _types
-from lppf.io import InputError, as_count_matrix, load_npz, require_key, save_npy, save_npz
-from lppf.mechanisms import check_alpha
+from lppf.io import load_npz, require_key, save_npy, save_npz
+from lppf.validation import InputError, as_count_matrix, check_alpha
 
 
 def _rng(args) -> np.random.Generator:

@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from lppf.commands._types import positive_int
-from lppf.io import InputError
+from lppf.validation import InputError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

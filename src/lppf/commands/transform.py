@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from lppf.commands._types import open_unit, positive_float
-from lppf.io import InputError, check_output, read_counts, save_npz
+from lppf.io import check_output, read_counts, save_npz
+from lppf.validation import InputError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

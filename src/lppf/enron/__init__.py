@@ -1,6 +1,6 @@
 """The Enron email corpus: download, parsing, sender-recipient and document-term matrices.
 
-Rules and numbers: the README, "The Enron data". The command line front end is
+Rules and numbers: docs/enron.md, "Parsing rules". The command line front end is
 ``lppf enron``. Names are imported on first use, so that the CLI does not load gensim
 unless it needs it.
 """

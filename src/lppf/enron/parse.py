@@ -1,6 +1,6 @@
 """Parse raw Enron messages, normalize addresses, and remove duplicate copies of one email.
 
-Rules (see the README, "The Enron data"):
+Rules (see docs/enron.md, "Parsing rules"):
 
 * Addresses: lower case; display names, ``<...>``, ``mailto:`` and surrounding quotes
   stripped; the quoting artifact ``last'.'first@dom`` becomes ``first.last@dom``; X.500

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import importlib
+from typing import Any
 
-import numpy as np
-
-from lppf.results import MODELS, FitData, FitResult
-
-_BACKENDS = {"pmf": ("lppf.mcmc.pmf", "fit_pmf_mcmc"),
-             "community": ("lppf.mcmc.community", "fit_community_mcmc")}
+from lppf.backends import backend
+from lppf.results import FitResult
+from lppf.validation import FitData
 
 
-def fit_mcmc(model: str, data: FitData, *, method: str, n_components: int, a0: float,
-             b0: float, n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
-             threads: int | None = None, progress: bool = False, n_chains: int = 1
-             ) -> FitResult:
+def fit_mcmc(model: str, data: FitData, **keywords: Any) -> FitResult:
     """Run ``n_chains`` chains of the Gibbs sampler of ``model`` (``"pmf"`` or
-    ``"community"``), samples pooled (:mod:`lppf.mcmc._driver`); see the backends."""
-    if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}; choose from {MODELS}")
-    module, name = _BACKENDS[model]
-    fit = getattr(importlib.import_module(module), name)
-    return fit(data, method=method, n_components=n_components, a0=a0, b0=b0, n_iter=n_iter,
-               burnin=burnin, thin=thin, rng=rng, threads=threads, progress=progress,
-               n_chains=n_chains)
+    ``"community"``), samples pooled (:mod:`lppf.mcmc._driver`); the keywords are those of
+    every MCMC backend (:mod:`lppf.backends`): ``method``, ``n_components``, ``a0``,
+    ``b0``, ``n_iter``, ``burnin``, ``thin``, ``rng``, ``threads``, ``progress``,
+    ``n_chains``."""
+    return backend(model, "mcmc")(data, **keywords)

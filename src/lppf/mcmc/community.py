@@ -5,7 +5,8 @@
 (shape, rate). Self-loops and held-out cells (``data.mask``) carry neither counts nor rate
 terms. One iteration:
 
-1. private methods: resample the true counts ``y`` given ``y~`` and ``mu`` (:mod:`lppf.counts`);
+1. private methods: resample the true counts ``y`` given ``y~`` and ``mu``
+   (:mod:`lppf.mcmc.counts`);
 2. allocate every observed ``y_ij`` over the C x C pairs,
    ``(y_ijcd) ~ Mult(y_ij, theta_ic theta_jd pi_cd / mu_ij)``;
 3. ``pi_cd ~ Gamma(a0 + sum_ij y_ijcd, b0 + sum_(ij observed) theta_ic theta_jd)``;
@@ -16,7 +17,7 @@ terms. One iteration:
    O(V C^2 + held-out cells x C).
 
 The model mixes poorly (local modes). Each chain starts at the best of ``INIT_CHAINS`` EM
-fits of the observed data (:mod:`lppf.mcmc._start`), ranked by the observed-data log
+fits of the observed data (:mod:`lppf.start`), ranked by the observed-data log
 likelihood; their scores are returned in ``extra["init_loglik"]`` to show the spread.
 A ``private-collapsed`` chain begins its burn-in with ``private``'s count update
 (:class:`CommunityChain`).
@@ -30,7 +31,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit, prange
 
-from lppf import counts
 from lppf._numba import (
     CHUNK,
     at_most,
@@ -45,9 +45,11 @@ from lppf._numba import (
     total,
 )
 from lppf._numba import threads as numba_threads
+from lppf.mcmc import counts
 from lppf.mcmc._driver import run_chains
-from lppf.mcmc._start import RESTARTS, best_start
-from lppf.results import PRIVATE_METHODS, FitData, FitResult
+from lppf.results import FitResult
+from lppf.start import RESTARTS, best_start
+from lppf.validation import PRIVATE_METHODS, FitData
 
 INIT_CHAINS = RESTARTS["community"]  # EM restarts of each chain's start
 FLOOR = 1e-100  # gamma draws are floored here so that products of three never underflow
@@ -95,7 +97,7 @@ def make_problem(data: FitData, method: str, a0: float, b0: float) -> Problem:
     Y = np.asarray(data.Y)
     V = Y.shape[0]
     alpha = np.ascontiguousarray(np.broadcast_to(np.asarray(data.alpha, float), (V, V)))
-    Y = Y.astype(np.int32)  # the dtype lppf.counts is compiled for in the PMF sampler too
+    Y = Y.astype(np.int32)  # the dtype lppf.mcmc.counts is compiled for in the PMF sampler too
     held = np.array(data.mask, dtype=bool, copy=True)
     np.fill_diagonal(held, True)
     if method == "naive":
@@ -344,7 +346,7 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
 
 class CommunityChain:
     """One chain (see :class:`lppf.mcmc._driver.Chain`) from
-    :func:`lppf.mcmc._start.best_start`.
+    :func:`lppf.start.best_start`.
 
     A ``private-collapsed`` chain draws its true counts with ``private``'s augmented update
     (noise rates ``lambda`` kept) for the first ``AUGMENTED_BURNIN`` of its burn-in, then

@@ -6,7 +6,7 @@ nor rate terms. One iteration:
 
 1. private methods only: ``mu = Theta @ Phi`` and the true counts ``y`` given ``y~``
    (``private``: Bessel augmentation, ``private-collapsed``: exact collapsed conditional,
-   see :mod:`lppf.counts`);
+   see :mod:`lppf.mcmc.counts`);
 2. allocate every observed non-zero ``y_dv`` over the K components,
    ``(y_dvk) ~ Mult(y_dv, theta_dk phi_kv / mu_dv)``;
 3. ``theta_dk ~ Gamma(a0 + sum_v y_dvk, b0 + sum_(v observed) phi_kv)``, then
@@ -44,10 +44,11 @@ from lppf._numba import (
     uniform,
 )
 from lppf._numba import threads as numba_threads
-from lppf.counts import sample_counts_collapsed, sample_counts_private
 from lppf.mcmc._driver import run_chains
-from lppf.mcmc._start import best_start
-from lppf.results import PRIVATE_METHODS, FitData, FitResult
+from lppf.mcmc.counts import sample_counts_collapsed, sample_counts_private
+from lppf.results import FitResult
+from lppf.start import best_start
+from lppf.validation import PRIVATE_METHODS, FitData
 
 _FLOOR = np.finfo(np.float64).tiny  # gamma draws that underflow to 0 are lifted to this
 _PROD_MIN, _PROD_MAX = 1e-150, 1e150  # range of a running product of powers of rates
@@ -246,7 +247,7 @@ def make_state(data: FitData, method: str, Theta: np.ndarray, Phi: np.ndarray,
 
 def initial_state(data: FitData, method: str, n_components: int,
                   rng: np.random.Generator) -> PMFState:
-    """A random start (benchmarks; fits start from :func:`lppf.mcmc._start.best_start`):
+    """A random start (benchmarks; fits start from :func:`lppf.start.best_start`):
     factors ~ Gamma(1, 1) scaled so that the mean rate matches the mean observed count
     (``max(y~, 0)``); fixed factors from ``data.fix``."""
     D, V = data.Y.shape
@@ -470,7 +471,7 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
     ``thin``-th state after the burn-in (:func:`lppf.mcmc._driver.run_chains`).
 
     The chains start at the best of several EM fits of the observed data
-    (:mod:`lppf.mcmc._start`), run once, from the first chain's generator, and shared by
+    (:mod:`lppf.start`), run once, from the first chain's generator, and shared by
     every chain (``extra["start_loglik"]`` (n_chains, restarts): their scores, the same for
     each chain; their seconds count in ``elapsed["burnin"]``). Chain 0 is the chain a
     one-chain fit runs, and chain c depends neither on the number of chains nor on the

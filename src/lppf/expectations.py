@@ -1,4 +1,4 @@
-"""Expectations CAVI needs: gamma moments and the per-cell local updates (numba kernels).
+"""Expectations shared by the EM start and CAVI: gamma moments and per-cell local updates.
 
 Local updates work on the dense matrix of cells; kernels take ``alpha`` already broadcast to
 (n_rows, n_cols) (a zero-stride view); ``alpha = 0`` marks a noiseless cell (y = y~).

@@ -11,7 +11,7 @@ do not depend on the number of threads.
 * :func:`sample_counts_private`: the Bessel augmentation of Schein et al. (ICML 2019),
   with auxiliary rates ``lam_plus``, ``lam_minus`` (float64, shape of Y) updated in place.
 * :func:`sample_counts_collapsed`: the exact conditional with lambda and g integrated out,
-  ``P(y | y~, mu) ∝ mu^y / y! * alpha^|y~ - y|`` on y >= 0 (README, "Methods").
+  ``P(y | y~, mu) ∝ mu^y / y! * alpha^|y~ - y|`` on y >= 0 (docs/method.md, "Methods").
 """
 
 from __future__ import annotations

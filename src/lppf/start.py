@@ -1,4 +1,4 @@
-"""Starting points of the PMF chains: the best of several maximum-likelihood fits.
+"""Starting points of the MCMC chains and CAVI runs: the best of several maximum-likelihood fits.
 
 On heavy-tailed counts (a few rows and columns hold most of the mass) the Gibbs chain of
 Poisson factorization keeps the topics it starts with: with counts in the thousands the
@@ -13,7 +13,7 @@ or ``prod_dv Pois(y_dv; mu_dv)`` of the fixed counts (``naive``: ``max(y~, 0)``)
 ``RESTARTS[model]`` runs of generalized EM, ranked by that log likelihood:
 
 * E step (private methods): ``E[y | y~, mu]`` under ``P(y) ∝ mu^y / y! alpha^|y~ - y|``
-  (:func:`lppf.cavi.expectations.collapsed_local`, which also gives ``ln p(y~ | mu)``);
+  (:func:`lppf.expectations.collapsed_local`, which also gives ``ln p(y~ | mu)``);
 * M step: ``INNER`` multiplicative updates of Lee and Seung for the Poisson (KL)
   likelihood of the expected counts, each of which increases it;
 * over-relaxation (:func:`em`): the step is stretched in log space while the observed-data
@@ -44,8 +44,8 @@ import math
 
 import numpy as np
 
-from lppf.cavi.expectations import collapsed_local
-from lppf.results import PRIVATE_METHODS, FitData
+from lppf.expectations import collapsed_local
+from lppf.validation import PRIVATE_METHODS, FitData
 
 # independent EM runs per chain (the best by the observed-data log likelihood is kept):
 # community chains shrink their start during burn-in and gain more from one more chain
@@ -141,7 +141,7 @@ def _m_step_community(Y_VV: np.ndarray, W_VV: np.ndarray, Theta_VC: np.ndarray,
         np.maximum(Pi_CC, _TINY, out=Pi_CC)
 
 
-MODELS = {"pmf": (lambda A, B: A @ B, _m_step),
+EM_STEPS = {"pmf": (lambda A, B: A @ B, _m_step),
           "community": (lambda A, B: A @ B @ A.T, _m_step_community)}
 
 
@@ -162,7 +162,7 @@ def em(data: FitData, method: str, A: np.ndarray, B: np.ndarray, n_steps: int,
     restarts at 1 (Salakhutdinov and Roweis, 2003). So the log likelihood never decreases,
     and at alpha 0.9, where E[y | y~, mu] barely moves from mu and plain EM crawls, it
     climbs as far in 100 steps as plain EM in 250."""
-    rate, m_step = MODELS[model]
+    rate, m_step = EM_STEPS[model]
     W = (~data.mask).astype(np.float64)
     w, last, plain = 1.0, -np.inf, None
     while True:
