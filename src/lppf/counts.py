@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit, prange
 
 from lppf import conditional
-from lppf._numba import CHUNK, at, rng_state, uniform
+from lppf._numba import CHUNK, at, binomial, rng_state, uniform
 from lppf.distributions import bessel_sample_nb
 
 _SMALL_GAMMA = 16  # integer gamma shapes below this are drawn as sums of exponentials
@@ -45,9 +45,10 @@ def _gamma_int(shape, scale, rs):
 
 @njit(cache=True, inline="always")
 def _binomial(n, p, rs):
-    """Binom(n, p): a sum of Bernoulli draws (uniforms of ``rs``) when n is small."""
+    """Binom(n, p): a sum of Bernoulli draws (uniforms of ``rs``) when n is small, else
+    :func:`lppf._numba.binomial`."""
     if n >= _SMALL_BINOMIAL:
-        return np.random.binomial(n, p)  # noqa: NPY002 (numba)
+        return binomial(n, p, rs)
     k = 0
     for _ in range(n):
         k += uniform(rs) < p

@@ -59,6 +59,10 @@ _MU_MIN, _MU_MAX = 1e-18, 1e18  # rates whose powers up to mu^8 stay within 1e-1
 
 
 _BLOCK = 8  # components per block of the two-level search over K
+# Counts up to this many units per component are split unit by unit (a uniform and a search,
+# ~6 ns a unit), larger ones by K conditional binomials (~15-60 ns each, whatever the count):
+# the two cost the same near 9 units per component (x86-64, K = 50, bench_alloc.py).
+_UNITS_PER_K = 8
 
 
 @njit(cache=True, inline="always")
@@ -80,7 +84,8 @@ def _draw_component(u, bcum, icum, K):
 @njit(cache=True, inline="always")
 def _allocate_cell(y, Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK, Y_VK, w, n, suffix, rs):
     """Add Mult(y, theta_d * phi_v / mu_dv) to rows ``Y_DK[d]`` and ``Y_VK[v]``; return mu_dv.
-    Small counts: one uniform of the xoshiro state ``rs`` per unit (:func:`lppf._numba.uniform`).
+    Small counts: one uniform of the xoshiro state ``rs`` per unit (:func:`lppf._numba.uniform`);
+    above ``_UNITS_PER_K * K``: conditional binomials (:func:`lppf._numba.multinomial`).
 
     ``Theta_DK``, ``Phi_VK`` are zero-padded to a multiple of _BLOCK columns; ``bcum``
     (n_blocks + 1,) gets the cumulative block sums after a leading 0 and ``icum`` (padded K,)
@@ -100,7 +105,7 @@ def _allocate_cell(y, Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK, Y_VK, w, n, suff
             icum[k] = s
         total += s
         bcum[b + 1] = total
-    if y <= 2 * K and total > 0.0:
+    if y <= _UNITS_PER_K * K and total > 0.0:
         for _ in range(y):
             k = _draw_component(uniform(rs) * total, bcum, icum, K)
             Y_DK[d, k] += 1
@@ -110,7 +115,7 @@ def _allocate_cell(y, Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK, Y_VK, w, n, suff
     else:  # large counts: conditional binomials
         for k in range(K):
             w[k] = Theta_DK[d, k] * Phi_VK[v, k]
-        multinomial(y, w, n, suffix)
+        multinomial(y, w, n, suffix, rs)
         for k in range(K):
             Y_DK[d, k] += n[k]
             Y_VK[v, k] += n[k]
