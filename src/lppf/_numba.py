@@ -135,7 +135,7 @@ def _normal(rs, spare):
 
 
 @njit(cache=True, inline="always")
-def _standard_gamma(a, rs, spare):
+def standard_gamma(a, rs, spare):
     """Gamma(a, 1), a > 0: Marsaglia and Tsang (2000) for shape a, or for a < 1 for shape
     a + 1 times U^(1/a) (U on (0, 1])."""
     b = a + 1.0 if a < 1.0 else a
@@ -163,7 +163,7 @@ def _gamma_chunks(shape, scale, seeds, out):
         rs = rng_state(seeds[c])
         spare = np.full(1, math.nan)
         for i in range(c * GAMMA_CHUNK, min((c + 1) * GAMMA_CHUNK, n)):
-            out[i] = _standard_gamma(shape[i], rs, spare) * scale[i]
+            out[i] = standard_gamma(shape[i], rs, spare) * scale[i]
 
 
 def gamma_draws(shape: np.ndarray, scale: np.ndarray, rng: np.random.Generator) -> np.ndarray:
