@@ -10,7 +10,9 @@ Cases (1000 x 1000, K = 50, factors ~ Gamma(shape, rate), y~ = y + 2Geo(alpha)):
 * ``heavy-a``, ``heavy-b``: shape 0.07, rate 0.286, alpha 0.5 (mean count 3, max in the
   hundreds), two seeds of the same generator;
 * ``mean50``: shape 1, rate 1, alpha 0.5 (mean count 50: every cell is allocated);
-* ``heavy-a-0.9``: ``heavy-a`` at alpha 0.9.
+* ``heavy-a-0.9``: ``heavy-a`` at alpha 0.9;
+* ``heavy50``: shape 0.1, rate 0.1, alpha 0.5 (mean count 50, cells in the thousands, as
+  in real e-mail networks).
 
 For ``private`` and ``private-collapsed``, each phase of :func:`lppf.mcmc.pmf.gibbs_sweep`
 (``counts``: mu = Theta Phi and the true counts; ``alloc``: the multinomial split of every
@@ -51,7 +53,7 @@ from lppf.mcmc.pmf import (
 RATE_A = 0.07 * math.sqrt(50 / 3)  # mean count K (shape / rate)^2 = 3
 CASES = {"light": (0.5, 3.5, 0.5, 0), "heavy-a": (0.07, RATE_A, 0.5, 0),
          "heavy-b": (0.07, RATE_A, 0.5, 1), "mean50": (1.0, 1.0, 0.5, 0),
-         "heavy-a-0.9": (0.07, RATE_A, 0.9, 0)}
+         "heavy-a-0.9": (0.07, RATE_A, 0.9, 0), "heavy50": (0.1, 0.1, 0.5, 0)}
 METHODS = ("private", "private-collapsed")
 PHASES = ("counts", "alloc", "factors", "sweep")
 
