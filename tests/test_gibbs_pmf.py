@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from geweke import assert_geweke, geweke_z
+from gof import chisquare_pvalue
 from scipy import stats
 
 from lppf._numba import threads
@@ -239,7 +240,7 @@ def test_outputs_shapes_fix_and_mask():
 
 @pytest.mark.parametrize("count", [1, 3, 300])
 def test_allocation_is_multinomial(count):
-    """K = 19 spans three blocks plus padding; count 300 > 2K takes the binomial chain."""
+    """K = 19 spans three blocks plus padding; count 300 > 8K takes the binomial chain."""
     rng = np.random.default_rng(8)
     n_rows, n_cols, K = 70, 30, 19
     theta = rng.gamma(1.0, 1.0, K)
@@ -259,3 +260,26 @@ def test_allocation_is_multinomial(count):
     mu = theta @ phi
     expected = n_rows * n_cols * stats.poisson.logpmf(count, mu) + n_rows * n_cols * mu
     assert loglik == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("count", [4, 40, 5000])
+def test_allocation_of_a_cell_follows_the_multinomial_pmf(count):
+    """Chi-square of each cell's split (n_1, n_2 | y, K = 3) against the joint multinomial
+    pmf: 4 draws a component per unit, 40 and 5000 take conditional binomials (inversion,
+    then BTPE for the large count)."""
+    rng = np.random.default_rng(9)
+    n_rows = 6000
+    theta = np.array([0.5, 1.5, 1.0])
+    phi = np.array([[0.4], [1.0], [2.0]])
+    data = FitData(np.full((n_rows, 1), count), np.zeros((1, 1)), np.zeros((n_rows, 1), bool))
+    state = make_state(data, "nonprivate", np.tile(theta, (n_rows, 1)), phi)
+    Y_DK, _, _ = allocate(state, data, rng)
+    assert np.all(Y_DK.sum(axis=1) == count)
+    p = theta * phi[:, 0] / (theta @ phi[:, 0])
+    n1, n2 = (np.flatnonzero(stats.binom.pmf(np.arange(count + 1), count, q) > 1e-12)
+              for q in p[:2])
+    # P(n1, n2) = Bin(n1; y, p1) Bin(n2; y - n1, p2 / (1 - p1)), coded (n1 - lo1) W + n2 - lo2
+    pmf = stats.binom.pmf(n1[:, None], count, p[0]) * stats.binom.pmf(
+        n2[None, :], count - n1[:, None], p[1] / (1.0 - p[0]))
+    codes = (Y_DK[:, 0] - n1[0]) * n2.size + np.clip(Y_DK[:, 1] - n2[0], 0, n2.size - 1)
+    assert chisquare_pvalue(codes, 0, pmf.ravel()) > 0.01

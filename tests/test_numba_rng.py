@@ -1,11 +1,12 @@
-"""The chunk-local xoshiro256+ stream of lppf._numba and the gamma draws built on it."""
+"""The chunk-local xoshiro256+ stream of lppf._numba and the gamma and binomial draws on it."""
 
 import numpy as np
 import pytest
+from gof import chisquare_pvalue
 from numba import njit
 from scipy import stats
 
-from lppf._numba import GAMMA_CHUNK, gamma_draws, rng_state, threads, uniform
+from lppf._numba import GAMMA_CHUNK, binomial, gamma_draws, rng_state, threads, uniform
 
 _M = 2**64 - 1
 
@@ -77,3 +78,36 @@ def test_gamma_draws_do_not_depend_on_the_thread_count():
         with threads(n):
             draws.append(gamma_draws(shape, np.ones(1), np.random.default_rng(4)))
     np.testing.assert_array_equal(draws[0], draws[1])
+
+
+# ---------------------------------------------------------------------------- binomial draws
+
+
+@njit
+def _binomials(seed, n, p, size):
+    rs = rng_state(seed)
+    out = np.empty(size, np.int64)
+    for i in range(size):
+        out[i] = binomial(n, p, rs)
+    return out
+
+
+@pytest.mark.parametrize(("n", "p"), [
+    (1, 0.3), (7, 0.999), (40, 0.5), (100, 0.29), (59, 0.51),  # inversion (n r <= 30)
+    (200, 0.16), (1000, 0.7), (10**6, 1e-3), (10**9, 0.4), (5000, 0.5),  # BTPE
+])
+def test_binomial_draws_follow_the_binomial_pmf(n, p):
+    """Chi-square against scipy's pmf on the central support, for both algorithms, both
+    sides of p = 1/2 and counts far beyond int32."""
+    x = _binomials(11, n, p, 200_000)
+    dist = stats.binom(n, p)
+    lo, hi = int(dist.ppf(1e-9)), min(n, int(dist.isf(1e-9)) + 1)
+    assert x.min() >= 0 and x.max() <= n
+    assert chisquare_pvalue(x, lo, dist.pmf(np.arange(lo, hi + 1))) > 0.01
+
+
+def test_binomial_draws_at_the_ends_of_p_and_n():
+    assert set(_binomials(1, 0, 0.4, 100)) == {0}
+    assert set(_binomials(1, 30, 0.0, 100)) == {0}
+    assert set(_binomials(1, 30, 1.0, 100)) == {30}
+    assert _binomials(1, 10**12, 0.5, 1000).mean() == pytest.approx(5e11, rel=1e-5)

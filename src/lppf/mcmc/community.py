@@ -42,7 +42,9 @@ from lppf._numba import (
     log_factorial,
     multinomial,
     n_chunks,
+    rng_state,
     total,
+    uniform,
 )
 from lppf._numba import threads as numba_threads
 from lppf.mcmc import counts
@@ -130,12 +132,13 @@ def _search(cum, u):
 
 
 @njit(cache=True, inline="always")
-def _allocate_cell(y, theta_i, Q_CC, send_C, recv_C, pair_CC, F, N):
+def _allocate_cell(y, theta_i, Q_CC, send_C, recv_C, pair_CC, F, N, rs):
     """Add ``Mult(y, theta_ic theta_jd pi_cd / mu_ij)`` to the sender, receiver and pair
     counts. ``Q_CC[c, d] = sum_(d' <= d) pi_cd' theta_jd'`` (receiver j's cumulative
     weights): ``c`` is drawn with weights ``theta_ic Q[c, -1]``, then ``d | c`` from
-    ``Q[c]``. Small y: one categorical draw per unit; large y: binomials. Returns mu_ij.
-    ``F`` (2, C) float and ``N`` (2, C) int are scratch."""
+    ``Q[c]``. Small y: one categorical draw per unit; large y: conditional binomials (O(C^2)
+    whatever y). Uniforms from the xoshiro state ``rs``. Returns mu_ij. ``F`` (2, C) float
+    and ``N`` (2, C) int are scratch."""
     C = theta_i.shape[0]
     w, cum = F[0], F[1]
     mu = 0.0
@@ -145,13 +148,13 @@ def _allocate_cell(y, theta_i, Q_CC, send_C, recv_C, pair_CC, F, N):
         cum[c] = mu
     if y <= C:
         for _ in range(y):
-            c = _search(cum, np.random.random() * mu)  # noqa: NPY002 (numba)
-            d = _search(Q_CC[c], np.random.random() * Q_CC[c, C - 1])  # noqa: NPY002 (numba)
+            c = _search(cum, uniform(rs) * mu)
+            d = _search(Q_CC[c], uniform(rs) * Q_CC[c, C - 1])
             send_C[c] += 1
             recv_C[d] += 1
             pair_CC[c, d] += 1
         return mu
-    multinomial(y, w, N[0], cum)
+    multinomial(y, w, N[0], cum, rs)
     for c in range(C):
         if N[0, c] == 0:
             continue
@@ -159,7 +162,7 @@ def _allocate_cell(y, theta_i, Q_CC, send_C, recv_C, pair_CC, F, N):
         w[0] = Q_CC[c, 0]
         for d in range(1, C):
             w[d] = Q_CC[c, d] - Q_CC[c, d - 1]
-        multinomial(N[0, c], w, N[1], cum)
+        multinomial(N[0, c], w, N[1], cum, rs)
         for d in range(C):
             recv_C[d] += N[1, d]
             pair_CC[c, d] += N[1, d]
@@ -175,7 +178,7 @@ def _allocate_chunks(Y_VV, obs_VV, Theta_VC, Q_VCC, seeds, send_VC, recv_XVC, pa
     ``pair_XCC[x]`` (C, C) and ``ll_X[x]`` (:func:`lppf._numba.chunk_partials`)."""
     V, C = Theta_VC.shape
     for x in prange(len(seeds)):
-        np.random.seed(seeds[x])  # noqa: NPY002 (numba)
+        rs = rng_state(seeds[x])
         F, N = np.empty((2, C)), np.empty((2, C), np.int64)
         for i in range(x * CHUNK, min((x + 1) * CHUNK, V)):
             for j in range(V):
@@ -183,7 +186,7 @@ def _allocate_chunks(Y_VV, obs_VV, Theta_VC, Q_VCC, seeds, send_VC, recv_XVC, pa
                 if y <= 0 or not obs_VV[i, j]:
                     continue
                 mu = _allocate_cell(y, Theta_VC[i], Q_VCC[j], send_VC[i], recv_XVC[x, j],
-                                    pair_XCC[x], F, N)
+                                    pair_XCC[x], F, N, rs)
                 ll_X[x] += y * math.log(mu) - log_factorial(y)
 
 

@@ -4,7 +4,7 @@ Both kernels update every unmasked cell of ``Y_out`` in place, given the privati
 ``Ytil`` (y~), the noise level ``alpha`` (2-d, broadcastable: (1, 1), (n_rows, 1) or
 (n_rows, n_cols)), the dense Poisson rate ``mu`` and the mask (True = held out, untouched).
 Cells with ``alpha = 0`` are noiseless: y = y~. Work runs in parallel over fixed chunks of
-``lppf._numba.CHUNK`` rows; chunk ``c`` seeds its generators (numba's, the xoshiro state of
+``lppf._numba.CHUNK`` rows; chunk ``c`` seeds its generator (the xoshiro state of
 ``lppf._numba.rng_state``) with ``seeds[c]`` (see ``lppf._numba.chunk_seeds``), so results
 do not depend on the number of threads.
 
@@ -22,32 +22,35 @@ import numpy as np
 from numba import njit, prange
 
 from lppf import conditional
-from lppf._numba import CHUNK, at, rng_state, uniform
+from lppf._numba import CHUNK, at, binomial, rng_state, standard_gamma, uniform
 from lppf.distributions import bessel_sample_nb
 
-_SMALL_GAMMA = 16  # integer gamma shapes below this are drawn as sums of exponentials
+_SMALL_GAMMA = 13  # integer gamma shapes below this are drawn as sums of exponentials
 _SMALL_BINOMIAL = 16  # binomial sizes below this are drawn as sums of Bernoulli draws
 
 LANES = conditional.LANES
 
 
 @njit(cache=True, inline="always")
-def _gamma_int(shape, scale, rs):
-    """Gamma(shape, scale) for a positive integer shape: a sum of exponentials when small
-    (uniforms of the xoshiro state ``rs``)."""
+def _gamma_int(shape, scale, rs, spare):
+    """Gamma(shape, scale) for a positive integer shape from the uniforms of the xoshiro
+    state ``rs``: a sum of exponentials when small, else Marsaglia and Tsang
+    (:func:`lppf._numba.standard_gamma`, ``spare`` its (1,) spare normal); the two cost
+    the same near shape 13."""
     if shape < _SMALL_GAMMA:
         prod = 1.0
         for _ in range(shape):
             prod *= 1.0 - uniform(rs)
         return -math.log(prod) * scale
-    return np.random.gamma(shape, scale)  # noqa: NPY002 (numba)
+    return standard_gamma(float(shape), rs, spare) * scale
 
 
 @njit(cache=True, inline="always")
 def _binomial(n, p, rs):
-    """Binom(n, p): a sum of Bernoulli draws (uniforms of ``rs``) when n is small."""
+    """Binom(n, p): a sum of Bernoulli draws (uniforms of ``rs``) when n is small, else
+    :func:`lppf._numba.binomial`."""
     if n >= _SMALL_BINOMIAL:
-        return np.random.binomial(n, p)  # noqa: NPY002 (numba)
+        return binomial(n, p, rs)
     k = 0
     for _ in range(n):
         k += uniform(rs) < p
@@ -55,7 +58,7 @@ def _binomial(n, p, rs):
 
 
 @njit(cache=True, inline="always")
-def _private_cell(t, mu, a, lp, lm, rs):
+def _private_cell(t, mu, a, lp, lm, rs, spare):
     """One augmented update of a noisy cell; returns (y, new lam+, new lam-)."""
     m = bessel_sample_nb(abs(t), 2.0 * math.sqrt((mu + lp) * lm), rs)
     if t <= 0:
@@ -66,7 +69,7 @@ def _private_cell(t, mu, a, lp, lm, rs):
         g_minus = m
     y = _binomial(y_plus, mu / (mu + lp), rs)
     g_plus = y_plus - y
-    return y, _gamma_int(1 + g_plus, a, rs), _gamma_int(1 + g_minus, a, rs)
+    return y, _gamma_int(1 + g_plus, a, rs, spare), _gamma_int(1 + g_minus, a, rs, spare)
 
 
 @njit(cache=True, parallel=True)
@@ -78,8 +81,7 @@ def sample_counts_private(Ytil, alpha, mu, mask, lam_plus, lam_minus, Y_out, see
     lam+- ~ Gamma(1 + g+-, scale alpha)."""
     n_rows, n_cols = Ytil.shape
     for c in prange(len(seeds)):
-        np.random.seed(seeds[c])  # noqa: NPY002 (numba)
-        rs = rng_state(seeds[c])
+        rs, spare = rng_state(seeds[c]), np.full(1, math.nan)
         for i in range(c * CHUNK, min((c + 1) * CHUNK, n_rows)):
             for j in range(n_cols):
                 if mask[i, j]:
@@ -89,7 +91,7 @@ def sample_counts_private(Ytil, alpha, mu, mask, lam_plus, lam_minus, Y_out, see
                     Y_out[i, j] = Ytil[i, j]
                     continue
                 y, lp, lm = _private_cell(Ytil[i, j], mu[i, j], a,
-                                          lam_plus[i, j], lam_minus[i, j], rs)
+                                          lam_plus[i, j], lam_minus[i, j], rs, spare)
                 Y_out[i, j] = y
                 lam_plus[i, j] = lp
                 lam_minus[i, j] = lm

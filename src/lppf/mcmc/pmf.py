@@ -60,6 +60,11 @@ _MU_MIN, _MU_MAX = 1e-18, 1e18  # rates whose powers up to mu^8 stay within 1e-1
 
 
 _BLOCK = 8  # components per block of the two-level search over K
+# Counts up to this many units per component are split unit by unit (a uniform and a search,
+# ~6 ns a unit), larger ones by K conditional binomials (~15-60 ns each, whatever the count):
+# the two cost the same near 9 units per component (x86-64, K = 50, bench_alloc.py).
+_UNITS_PER_K = 8
+_LOCAL_MIN = 16  # counts from this many units are tallied in scratch, then added to the rows
 
 
 @njit(cache=True, inline="always")
@@ -81,7 +86,8 @@ def _draw_component(u, bcum, icum, K):
 @njit(cache=True, inline="always")
 def _allocate_cell(y, Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK, Y_VK, w, n, suffix, rs):
     """Add Mult(y, theta_d * phi_v / mu_dv) to rows ``Y_DK[d]`` and ``Y_VK[v]``; return mu_dv.
-    Small counts: one uniform of the xoshiro state ``rs`` per unit (:func:`lppf._numba.uniform`).
+    Small counts: one uniform of the xoshiro state ``rs`` per unit (:func:`lppf._numba.uniform`);
+    above ``_UNITS_PER_K * K``: conditional binomials (:func:`lppf._numba.multinomial`).
 
     ``Theta_DK``, ``Phi_VK`` are zero-padded to a multiple of _BLOCK columns; ``bcum``
     (n_blocks + 1,) gets the cumulative block sums after a leading 0 and ``icum`` (padded K,)
@@ -89,7 +95,7 @@ def _allocate_cell(y, Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK, Y_VK, w, n, suff
     two rows of comparisons. The block sums are fixed-length independent dependency chains that the
     compiler unrolls and the CPU overlaps. Rows are indexed in place, not sliced: a slice
     per cell costs numba a reference count. ``w``, ``suffix`` (K,) float and ``n`` (K,) int
-    are scratch for large counts.
+    (zero on entry and on exit) are scratch for larger counts.
     """
     K = Y_DK.shape[1]
     total = 0.0
@@ -101,20 +107,26 @@ def _allocate_cell(y, Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK, Y_VK, w, n, suff
             icum[k] = s
         total += s
         bcum[b + 1] = total
-    if y <= 2 * K and total > 0.0:
+    if y < _LOCAL_MIN and total > 0.0:
         for _ in range(y):
             k = _draw_component(uniform(rs) * total, bcum, icum, K)
             Y_DK[d, k] += 1
             Y_VK[v, k] += 1
-    elif total <= 0.0:  # every rate underflowed: spread uniformly
+        return total
+    if total <= 0.0:  # every rate underflowed: spread uniformly
         _allocate_uniform(y, Y_DK[d], Y_VK[v])
+        return total
+    if y <= _UNITS_PER_K * K:  # into the scratch counts, added to the rows once
+        for _ in range(y):
+            n[_draw_component(uniform(rs) * total, bcum, icum, K)] += 1
     else:  # large counts: conditional binomials
         for k in range(K):
             w[k] = Theta_DK[d, k] * Phi_VK[v, k]
-        multinomial(y, w, n, suffix)
-        for k in range(K):
-            Y_DK[d, k] += n[k]
-            Y_VK[v, k] += n[k]
+        multinomial(y, w, n, suffix, rs)
+    for k in range(K):
+        Y_DK[d, k] += n[k]
+        Y_VK[v, k] += n[k]
+        n[k] = 0
     return total
 
 
@@ -159,7 +171,7 @@ def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
         rs = rng_state(seeds[c])
         bcum, icum = np.empty(Theta_DK.shape[1] // _BLOCK + 1), np.empty(Theta_DK.shape[1])
         K = Y_DK.shape[1]
-        w, suffix, n = np.empty(K), np.empty(K), np.empty(K, np.int64)
+        w, suffix, n = np.empty(K), np.empty(K), np.zeros(K, np.int64)
         acc = Y_TVK[numba.get_thread_id()]
         ll = (0.0, 1.0)
         for d in range(c * CHUNK, min((c + 1) * CHUNK, D)):
@@ -183,7 +195,7 @@ def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TV
         rs = rng_state(seeds[c])
         bcum, icum = np.empty(Theta_DK.shape[1] // _BLOCK + 1), np.empty(Theta_DK.shape[1])
         K = Y_DK.shape[1]
-        w, suffix, n = np.empty(K), np.empty(K), np.empty(K, np.int64)
+        w, suffix, n = np.empty(K), np.empty(K), np.zeros(K, np.int64)
         acc = Y_TVK[numba.get_thread_id()]
         ll = (0.0, 1.0)
         for d in range(c * CHUNK, min((c + 1) * CHUNK, D)):
