@@ -122,7 +122,7 @@ def config(model: str, params: dict[str, Any], seed: int | None, threads: int | 
 class Fit:
     """A finished fit: its settings, the backend's result, the seed and numba threads used,
     the wall time in seconds, the noise level fitted (``alpha``, 2-d as in
-    :class:`~lppf.results.FitData`; None for nonprivate) and the row and column names
+    :class:`~lppf.validation.FitData`; None for nonprivate) and the row and column names
     (``names``: ``rows``, ``columns``, string arrays) when known."""
 
     model: str

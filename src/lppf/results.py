@@ -16,14 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from lppf.validation import (  # noqa: F401 (re-exported: their home before lppf.validation)
-    INFERENCES,
-    METHODS,
-    MODELS,
-    PRIVATE_METHODS,
-    FitData,
-)
-
 FACTORS = {"pmf": ("theta", "phi"), "community": ("theta", "pi")}  # factor names by model
 # FitResult fields stored one key per entry, under a prefix: {field: prefix}
 PREFIXES = {"trace": "trace_", "variational": "q_", "elapsed": "elapsed_", "extra": "extra_",

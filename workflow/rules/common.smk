@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from lppf import experiments as grid
-from lppf.results import INFERENCES, METHODS, MODELS, PRIVATE_METHODS
+from lppf.validation import INFERENCES, METHODS, MODELS, PRIVATE_METHODS
 from lppf.synthetic import derive_seed
 
 # --config values as typed (Snakemake leaves numbers inside nested values strings)

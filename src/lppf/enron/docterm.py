@@ -25,7 +25,7 @@ from gensim.parsing.preprocessing import STOPWORDS
 from nltk.tokenize import RegexpTokenizer
 
 from lppf.enron.parse import Email
-from lppf.io import InputError
+from lppf.validation import InputError
 
 CUT_PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"^\s*-{2,}\s*original message\s*-{2,}",             # Outlook reply

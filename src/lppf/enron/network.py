@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from lppf.enron.parse import Email
-from lppf.io import InputError
+from lppf.validation import InputError
 
 
 def actor_counts(emails: Iterable[Email]) -> pd.DataFrame:

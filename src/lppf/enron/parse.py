@@ -35,7 +35,7 @@ from email.utils import getaddresses, parsedate_to_datetime
 from tqdm import tqdm
 
 from lppf.enron.source import RawMessage, iter_raw
-from lppf.io import InputError
+from lppf.validation import InputError
 
 EXCLUDED_FOLDERS = frozenset({"all_documents", "discussion_threads"})
 SENT_FOLDERS = frozenset({"sent", "sent_items", "_sent_mail", "_sent", "sent_mail"})
