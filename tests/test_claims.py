@@ -70,6 +70,16 @@ def test_one_replicate_cannot_decide_and_absent_experiments_are_not_run():
     assert claims.summary(card).startswith("claims: ")
 
 
+def test_a_config_running_one_private_method_gets_rows_for_it_only():
+    fits = e1(private_noisy=2.0)
+    card = claims.scorecard(fits[fits["method"] != "private"])
+    e1_rows = card.loc[card["experiment"] == "e1", "claim"]
+    assert not e1_rows.str.endswith("(private)").any()
+    assert verdicts(card, "E1: private KL below naive (private-collapsed)") == [claims.PASS]
+    card = claims.scorecard(fits[~fits["method"].isin(["private", "private-collapsed"])])
+    assert verdicts(card, "E1: private KL below naive (private)") == [claims.NOT_RUN]
+
+
 def test_a_pass_on_unconverged_fits_is_counted_apart():
     fits = e1(private_noisy=2.0)
     claim = "E1: private KL below naive (private)"

@@ -141,8 +141,8 @@ def stat(df: pd.DataFrame, method: str, metric: str, column: str | None = None,
 
 
 def present(df: pd.DataFrame, methods: tuple[str, ...]) -> list[str]:
-    """The private methods an experiment ran (the first one always, NOT RUN if absent)."""
-    return [m for m in methods if m == methods[0] or (df["method"] == m).any()]
+    """The private methods an experiment ran; the first one (NOT RUN) if it ran none."""
+    return [m for m in methods if (df["method"] == m).any()] or [methods[0]]
 
 
 def row(claim: str, source: str, exp: str, compared: str, numbers: str, criterion: str,
