@@ -37,13 +37,13 @@ from lppf._numba import (
     blas_single,
     chunk_partials,
     chunk_seeds,
-    multinomial,
     n_chunks,
     rng_state,
     total,
     uniform,
 )
 from lppf._numba import threads as numba_threads
+from lppf.draws import multinomial
 from lppf.likelihood import count_loglik, gamma_logpdf_sum, log_factorial
 from lppf.mcmc import counts
 from lppf.mcmc._driver import run_chains

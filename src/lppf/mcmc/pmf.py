@@ -33,14 +33,13 @@ from lppf._numba import (
     blas_single,
     chunk_partials,
     chunk_seeds,
-    gamma_draws,
-    multinomial,
     rng_state,
     thread_partials,
     total,
     uniform,
 )
 from lppf._numba import threads as numba_threads
+from lppf.draws import gamma_draws, multinomial
 from lppf.likelihood import count_loglik, gamma_logpdf_sum, log_factorial
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc.counts import sample_counts_collapsed, sample_counts_private
@@ -85,7 +84,7 @@ def _draw_component(u, bcum, icum, K):
 def _allocate_cell(y, Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK, Y_VK, w, n, suffix, rs):
     """Add Mult(y, theta_d * phi_v / mu_dv) to rows ``Y_DK[d]`` and ``Y_VK[v]``; return mu_dv.
     Small counts: one uniform of the xoshiro state ``rs`` per unit (:func:`lppf._numba.uniform`);
-    above ``_UNITS_PER_K * K``: conditional binomials (:func:`lppf._numba.multinomial`).
+    above ``_UNITS_PER_K * K``: conditional binomials (:func:`lppf.draws.multinomial`).
 
     ``Theta_DK``, ``Phi_VK`` are zero-padded to a multiple of _BLOCK columns; ``bcum``
     (n_blocks + 1,) gets the cumulative block sums after a leading 0 and ``icum`` (padded K,)
