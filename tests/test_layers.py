@@ -18,7 +18,7 @@ LAYERS = [
     ("lppf._numba", "lppf._progress", "lppf.validation"),
     ("lppf.results", "lppf.io", "lppf.backends"),
     ("lppf.draws", "lppf.mechanisms", "lppf.distributions", "lppf.conditional", "lppf.likelihood",
-     "lppf.expectations", "lppf.diagnostics", "lppf.synthetic"),
+     "lppf.log_densities", "lppf.expectations", "lppf.diagnostics", "lppf.synthetic"),
     ("lppf.start",),
     ("lppf.mcmc", "lppf.cavi"),
     ("lppf.fitting", "lppf.fitfile", "lppf.metrics"),
@@ -26,8 +26,8 @@ LAYERS = [
      "lppf.cli", "lppf", "lppf.__main__"),
 ]
 NO_FILES = ("lppf.draws", "lppf.mechanisms", "lppf.distributions", "lppf.conditional",
-            "lppf.likelihood", "lppf.expectations", "lppf.diagnostics", "lppf.synthetic",
-            "lppf.start", "lppf.mcmc", "lppf.cavi")
+            "lppf.likelihood", "lppf.log_densities", "lppf.expectations", "lppf.diagnostics",
+            "lppf.synthetic", "lppf.start", "lppf.mcmc", "lppf.cavi")
 APART = ("lppf.mcmc", "lppf.cavi")  # the two inference packages
 
 

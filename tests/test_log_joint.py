@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from lppf._numba import threads
-from lppf.likelihood import count_loglik, gamma_logpdf_sum
+from lppf.log_densities import count_loglik, gamma_logpdf_sum
 from lppf.mcmc.pmf import log_joint, make_state
 from lppf.mechanisms import noise_logpmf
 from lppf.validation import FitData

@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from lppf._numba import uniform
-from lppf.likelihood import log_factorial
+from lppf.log_densities import log_factorial
 
 TINY_MASS = 2.0**-53  # relative mass below which a walk stops
 TINY_RATE = 1e-300  # floor for rates that enter a logarithm

@@ -44,7 +44,7 @@ from lppf._numba import (
 )
 from lppf._numba import threads as numba_threads
 from lppf.draws import multinomial
-from lppf.likelihood import count_loglik, gamma_logpdf_sum, log_factorial
+from lppf.log_densities import count_loglik, gamma_logpdf_sum, log_factorial
 from lppf.mcmc import counts
 from lppf.mcmc._driver import run_chains
 from lppf.results import FitResult
@@ -285,7 +285,7 @@ def gibbs_sweep(problem: Problem, state: State, rng: np.random.Generator) -> flo
 
 def log_joint(problem: Problem, state: State, mu: np.ndarray | None = None) -> float:
     """``log p(Y~, Y, Theta, Pi)`` (free factors only; ``private``'s noise rates marginalized;
-    :func:`lppf.likelihood.count_loglik`); ``mu`` the current rate when already computed."""
+    :func:`lppf.log_densities.count_loglik`); ``mu`` the current rate when already computed."""
     if mu is None:
         mu = state.Theta_VC @ state.Pi_CC @ state.Theta_VC.T
     private = is_private(problem)

@@ -40,7 +40,7 @@ from lppf._numba import (
 )
 from lppf._numba import threads as numba_threads
 from lppf.draws import gamma_draws, multinomial
-from lppf.likelihood import count_loglik, gamma_logpdf_sum, log_factorial
+from lppf.log_densities import count_loglik, gamma_logpdf_sum, log_factorial
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc.counts import sample_counts_collapsed, sample_counts_private
 from lppf.results import FitResult
@@ -365,7 +365,7 @@ def log_joint(state: State, data: FitData, a0: float, b0: float,
               mu: np.ndarray | None = None) -> float:
     """log p(y~, y, Theta, Phi) (private methods, y~ | y ~ y + 2Geo(alpha)) or
     log p(y, Theta, Phi) (naive, nonprivate), observed cells only
-    (:func:`lppf.likelihood.count_loglik`); ``mu`` = Theta @ Phi when already computed."""
+    (:func:`lppf.log_densities.count_loglik`); ``mu`` = Theta @ Phi when already computed."""
     if mu is None:
         mu = state.Theta @ state.Phi
     private = state.method in PRIVATE_METHODS
