@@ -5,7 +5,7 @@
 
 The two ways :func:`lppf.mcmc.pmf._allocate_cell` splits a count: one uniform and a
 two-level search per unit (cost grows with y) and K conditional binomials
-(:func:`lppf._numba.multinomial`, inversion or BTPE; cost bounded whatever y). Weights are
+(:func:`lppf.draws.multinomial`, inversion or BTPE; cost bounded whatever y). Weights are
 products of two Gamma(1, 1) rows, as a cell of the mean-count-50 case. One thread, CPU time
 (robust to a busy machine), best of ``--repeats``; the ratio column locates the switch
 ``_UNITS_PER_K`` of the PMF sampler.
@@ -19,7 +19,8 @@ import time
 import numpy as np
 from numba import njit
 
-from lppf._numba import multinomial, rng_state, uniform
+from lppf._numba import rng_state, uniform
+from lppf.draws import multinomial
 from lppf.mcmc.pmf import _BLOCK, _UNITS_PER_K, _draw_component
 
 

@@ -46,23 +46,23 @@ def test_mixture_pmf_matches_brute_force_and_support_holds_the_mass():
     rng = np.random.default_rng(4)
     t = np.array([-4, 0, 3, 25, 400])
     a = np.array([0.3, 0.6, 0.9, 0.5, 0.99])
-    mu_SN = rng.gamma(3.0, [1.0, 2.0, 5.0, 10.0, 300.0], (4, 5))
-    lo, hi = conditional.support(t, a, mu_SN.min(axis=0), mu_SN.max(axis=0))
-    y_NW = lo[:, None] + np.arange((hi - lo).max() + 1)
-    got = conditional.mixture_pmf(t, a, mu_SN, y_NW)
+    mu_Sm = rng.gamma(3.0, [1.0, 2.0, 5.0, 10.0, 300.0], (4, 5))
+    lo, hi = conditional.support(t, a, mu_Sm.min(axis=0), mu_Sm.max(axis=0))
+    y_mW = lo[:, None] + np.arange((hi - lo).max() + 1)
+    got = conditional.mixture_pmf(t, a, mu_Sm, y_mW)
     assert got.sum(axis=1) == pytest.approx(np.ones(5), abs=1e-12)
     for n in range(5):
-        want = np.zeros(y_NW.shape[1])
-        for mu in mu_SN[:, n]:
+        want = np.zeros(y_mW.shape[1])
+        for mu in mu_Sm[:, n]:
             y, pmf, _ = brute(t[n], a[n], mu)
-            want += np.interp(y_NW[n], y, pmf, right=0.0) / len(mu_SN)
+            want += np.interp(y_mW[n], y, pmf, right=0.0) / len(mu_Sm)
         np.testing.assert_allclose(got[n], want, rtol=1e-10, atol=1e-300)
 
 
 def test_point_masses():
-    y_NW = np.arange(6)[None].repeat(2, axis=0)
+    y_mW = np.arange(6)[None].repeat(2, axis=0)
     got = conditional.mixture_pmf(np.array([3, 2]), np.array([0.0, 0.5]),
-                                  np.array([[2.0, 0.0]]), y_NW)
+                                  np.array([[2.0, 0.0]]), y_mW)
     np.testing.assert_array_equal(got, np.eye(6)[[3, 0]])  # alpha = 0: y = y~; mu = 0: y = 0
 
 

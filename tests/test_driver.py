@@ -44,8 +44,8 @@ def test_posterior_means_average_every_saved_sample():
 
 
 class LazyChain(CountingChain):
-    """A chain whose sweep never forms mu: the driver asks mu_at and leaves the mean to
-    ``mean_mu``."""
+    """A chain whose sweep never forms mu and that has no ``mean_mu``: the driver asks
+    mu_at."""
 
     def mu(self):
         return None
@@ -57,13 +57,14 @@ class LazyChain(CountingChain):
 def test_a_chain_without_mu_gets_its_mean_from_the_pooled_samples():
     seen = []
 
-    def mean_mu(samples):
-        seen.append(samples["x"][:, 0].tolist())
-        return np.full((2, 3), samples["x"].mean())
+    class MeanChain(LazyChain):
+        def mean_mu(self, samples):
+            seen.append(samples["x"][:, 0].tolist())
+            return np.full((2, 3), samples["x"].mean())
 
-    fit = run_chains(lambda rng: (LazyChain(), {"loglik": np.zeros(1)}), n_chains=2,
+    fit = run_chains(lambda rng: (MeanChain(), {"loglik": np.zeros(1)}), n_chains=2,
                      n_iter=7, burnin=1, thin=2, rng=np.random.default_rng(0),
-                     mask=np.zeros((2, 3), bool), progress=False, desc="", mean_mu=mean_mu)
+                     mask=np.zeros((2, 3), bool), progress=False, desc="")
     assert seen == [[3.0, 5.0, 7.0] * 2]
     np.testing.assert_allclose(fit.mu_hat, 5.0)
     np.testing.assert_array_equal(fit.diagnostics["mu_cells"][0, :, 0], [30.0, 50.0, 70.0])

@@ -64,7 +64,7 @@ def forward(method):
 def successive_conditional(sample, rng):
     """One Gibbs iteration, then fresh data given the new parameters."""
     problem, state = sample
-    cm.gibbs_step(problem, state, rng)
+    cm.gibbs_sweep(problem, state, rng)
     draw_data(state, problem, rng)
     return sample
 
@@ -212,6 +212,6 @@ def test_outputs_shapes_and_fixed_factors():
         rng=np.random.default_rng(0))
     assert fit.samples["theta"].shape == (2, V, C) and fit.log_joint.shape == (2,)
     assert fit.trace["loglik"].shape == (12,) and fit.y_hat is None
-    assert np.all(fit.samples["pi"] == Pi) and len(fit.extra["init_loglik"]) == cm.INIT_CHAINS
-    assert set(fit.elapsed) == {"init", "burnin", "sampling"}
+    assert np.all(fit.samples["pi"] == Pi) and len(fit.extra["start_loglik"]) == cm.INIT_CHAINS
+    assert set(fit.elapsed) == {"burnin", "sampling"}
     assert np.allclose(fit.mu_hat, np.mean([t @ Pi @ t.T for t in fit.samples["theta"]], 0))

@@ -17,17 +17,17 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS = [
     ("lppf._numba", "lppf._progress", "lppf.validation"),
     ("lppf.results", "lppf.io", "lppf.backends"),
-    ("lppf.mechanisms", "lppf.distributions", "lppf.conditional", "lppf.likelihood",
-     "lppf.expectations", "lppf.diagnostics", "lppf.synthetic"),
+    ("lppf.draws", "lppf.mechanisms", "lppf.distributions", "lppf.conditional", "lppf.likelihood",
+     "lppf.log_densities", "lppf.expectations", "lppf.diagnostics", "lppf.synthetic"),
     ("lppf.start",),
     ("lppf.mcmc", "lppf.cavi"),
     ("lppf.fitting", "lppf.fitfile", "lppf.metrics"),
     ("lppf.estimators", "lppf.claims", "lppf.experiments", "lppf.enron", "lppf.commands",
      "lppf.cli", "lppf", "lppf.__main__"),
 ]
-NO_FILES = ("lppf.mechanisms", "lppf.distributions", "lppf.conditional", "lppf.likelihood",
-            "lppf.expectations", "lppf.diagnostics", "lppf.synthetic",
-            "lppf.start", "lppf.mcmc", "lppf.cavi")
+NO_FILES = ("lppf.draws", "lppf.mechanisms", "lppf.distributions", "lppf.conditional",
+            "lppf.likelihood", "lppf.log_densities", "lppf.expectations", "lppf.diagnostics",
+            "lppf.synthetic", "lppf.start", "lppf.mcmc", "lppf.cavi")
 APART = ("lppf.mcmc", "lppf.cavi")  # the two inference packages
 
 

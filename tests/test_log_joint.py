@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from lppf._numba import count_loglik, gamma_logpdf_sum, threads
+from lppf._numba import threads
+from lppf.log_densities import count_loglik, gamma_logpdf_sum
 from lppf.mcmc.pmf import log_joint, make_state
 from lppf.mechanisms import noise_logpmf
 from lppf.validation import FitData

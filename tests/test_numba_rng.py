@@ -6,7 +6,8 @@ from gof import chisquare_pvalue
 from numba import njit
 from scipy import stats
 
-from lppf._numba import GAMMA_CHUNK, binomial, gamma_draws, rng_state, threads, uniform
+from lppf._numba import rng_state, threads, uniform
+from lppf.draws import GAMMA_CHUNK, binomial, gamma_draws
 
 _M = 2**64 - 1
 

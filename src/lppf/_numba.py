@@ -8,27 +8,23 @@ keep a chunk-local xoshiro256+ state (:func:`rng_state`, :func:`uniform`; Blackm
 Vigna 2018), several times cheaper per uniform than numba's ``np.random.random``. Scalar
 functions called per cell with such a state (or any array) are ``inline="always"``: a call
 to a compiled function with array arguments pays reference counting, about 10 ns, more
-than a draw. :func:`gamma_draws` draws the factors of a sweep this way (Marsaglia and Tsang
-on polar-method normals), in parallel where numpy's generator would take one core.
+than a draw. The gamma, binomial and multinomial draws on such a state are in :mod:`lppf.draws`.
 Sums over the cells of a parallel kernel go through one pattern: each chunk (or, for
 integer counts, each thread) adds into its own slice of a buffer from :func:`chunk_partials`
-(:func:`thread_partials`), and :func:`total` adds the slices in a fixed order. Also the
-kernels both samplers share.
+(:func:`thread_partials`), and :func:`total` adds the slices in a fixed order. The log
+likelihoods of the samplers are in :mod:`lppf.likelihood`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 CHUNK = 64  # rows per reseeded chunk; fixed so results do not depend on the thread count
-GAMMA_CHUNK = 4096  # entries per reseeded chunk of gamma draws
-_LGAMMA = np.array([math.lgamma(y + 1.0) for y in range(1024)])  # log y! for small y
 _U64 = np.uint64
 _2M53 = 2.0**-53
 
@@ -117,211 +113,6 @@ def uniform(state):
     return float(out >> _U64(11)) * _2M53
 
 
-@njit(cache=True, inline="always")
-def _normal(rs, spare):
-    """N(0, 1) by Marsaglia's polar method from the uniforms of ``rs``; each accepted pair
-    gives two draws, the second kept in ``spare`` (1,) (NaN: none kept)."""
-    if not math.isnan(spare[0]):
-        x, spare[0] = spare[0], math.nan
-        return x
-    while True:
-        x = 2.0 * uniform(rs) - 1.0
-        y = 2.0 * uniform(rs) - 1.0
-        s = x * x + y * y
-        if 0.0 < s < 1.0:
-            f = math.sqrt(-2.0 * math.log(s) / s)
-            spare[0] = y * f
-            return x * f
-
-
-@njit(cache=True, inline="always")
-def standard_gamma(a, rs, spare):
-    """Gamma(a, 1), a > 0: Marsaglia and Tsang (2000) for shape a, or for a < 1 for shape
-    a + 1 times U^(1/a) (U on (0, 1])."""
-    b = a + 1.0 if a < 1.0 else a
-    d = b - 1.0 / 3.0
-    c = 1.0 / math.sqrt(9.0 * d)
-    while True:
-        x = _normal(rs, spare)
-        v = 1.0 + c * x
-        if v <= 0.0:
-            continue
-        v = v * v * v
-        u = uniform(rs)
-        x2 = x * x
-        if u < 1.0 - 0.0331 * x2 * x2 or math.log(u) < 0.5 * x2 + d * (1.0 - v + math.log(v)):
-            break
-    if a < 1.0:
-        return d * v * math.exp(math.log(1.0 - uniform(rs)) / a)
-    return d * v
-
-
-@njit(cache=True, parallel=True)
-def _gamma_chunks(shape, scale, seeds, out):
-    n = len(out)
-    for c in prange(len(seeds)):
-        rs = rng_state(seeds[c])
-        spare = np.full(1, math.nan)
-        for i in range(c * GAMMA_CHUNK, min((c + 1) * GAMMA_CHUNK, n)):
-            out[i] = standard_gamma(shape[i], rs, spare) * scale[i]
-
-
-def gamma_draws(shape: np.ndarray, scale: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Independent Gamma(shape, scale) draws (shape > 0, ``scale`` broadcast to the shape of
-    ``shape``), in parallel over fixed chunks of ``GAMMA_CHUNK`` entries each seeded from
-    ``rng``: the same draws for any thread count."""
-    shape = np.asarray(shape, dtype=np.float64)
-    flat_shape = np.ascontiguousarray(shape).ravel()
-    flat_scale = np.ascontiguousarray(np.broadcast_to(scale, shape.shape), np.float64).ravel()
-    seeds = chunk_seeds(rng, shape.size, GAMMA_CHUNK)
-    out = np.empty(shape.size)
-    with at_most(len(seeds)):
-        _gamma_chunks(flat_shape, flat_scale, seeds, out)
-    return out.reshape(shape.shape)
-
-
-_BINV_MAX = 30.0  # n min(p, 1 - p) up to this: inversion; above: BTPE
-_RECIP = 1.0 / np.maximum(np.arange(128), 1)  # 1 / x for the inversion walk (x <= 30 + 10 sqrt(31))
-
-
-@njit(cache=True, inline="always")
-def binomial(n, p, rs):
-    """Binomial(n, p) draw (n >= 0 integer, p in [0, 1]) from the uniforms of the xoshiro
-    state ``rs``, exact for any n: with r = min(p, 1 - p), inversion (BINV) when
-    n r <= 30, else :func:`_btpe`; a draw for r is reflected to n - x when p > 0.5. The
-    algorithms and their switch are numpy's (Kachitvichyanukul and Schmeiser 1988)."""
-    if n <= 0 or p <= 0.0:
-        return 0
-    if p >= 1.0:
-        return n
-    r = min(p, 1.0 - p)
-    x = _binv(n, r, rs) if n * r <= _BINV_MAX else _btpe(n, r, rs)
-    return n - x if p > 0.5 else x
-
-
-@njit(cache=True, inline="always")
-def _binv(n, r, rs):
-    """Bin(n, r) by inversion from x = 0 (n r <= 30, r <= 0.5): pmf ratios
-    f(x) / f(x - 1) = (n - x + 1) r / (x q); a walk past n r + 10 sd starts over."""
-    q = 1.0 - r
-    qn = math.exp(n * math.log1p(-r))
-    s = r / q
-    bound = min(n, n * r + 10.0 * math.sqrt(n * r * q + 1.0))
-    x, px, u = 0, qn, uniform(rs)
-    while u > px:
-        x += 1
-        if x > bound:
-            x, px, u = 0, qn, uniform(rs)
-        else:
-            u -= px
-            px *= (n - x + 1) * s * _RECIP[x]
-    return x
-
-
-@njit(cache=True, inline="always")
-def _stirling_tail(x):
-    """Stirling series remainder of log x! (as in BTPE's final test), x >= 1."""
-    x2 = x * x
-    return (13860.0 - (462.0 - (132.0 - (99.0 - 140.0 / x2) / x2) / x2) / x2) / x / 166320.0
-
-
-@njit(cache=True)
-def _btpe(n, r, rs):
-    """Bin(n, r), n r > 30, r <= 0.5, by BTPE (Kachitvichyanukul and Schmeiser 1988):
-    a triangle, two parallelograms and two exponential tails enclose the pmf around its
-    mode m; a candidate is accepted by squeezes or, failing them, the exact pmf ratio
-    (recursive near m, Stirling-bounded further out). As numpy's random_binomial_btpe."""
-    q = 1.0 - r
-    fm = n * r + r
-    m = math.floor(fm)
-    nrq = n * r * q
-    p1 = math.floor(2.195 * math.sqrt(nrq) - 4.6 * q) + 0.5
-    xm = m + 0.5
-    xl, xr = xm - p1, xm + p1
-    c = 0.134 + 20.5 / (15.3 + m)
-    a = (fm - xl) / (fm - xl * r)
-    laml = a * (1.0 + a / 2.0)
-    a = (xr - fm) / (xr * q)
-    lamr = a * (1.0 + a / 2.0)
-    p2 = p1 * (1.0 + 2.0 * c)
-    p3 = p2 + c / laml
-    p4 = p3 + c / lamr
-    while True:
-        u = uniform(rs) * p4
-        v = uniform(rs)
-        if u <= p1:  # triangle: accepted at once
-            return math.floor(xm - p1 * v + u)
-        if u <= p2:  # parallelograms
-            x = xl + (u - p1) / c
-            v = v * c + 1.0 - abs(m - x + 0.5) / p1
-            if v > 1.0:
-                continue
-            y = math.floor(x)
-        elif u <= p3:  # left exponential tail
-            y = math.floor(xl + math.log(v) / laml)
-            if y < 0 or v == 0.0:
-                continue
-            v = v * (u - p2) * laml
-        else:  # right exponential tail
-            y = math.floor(xr - math.log(v) / lamr)
-            if y > n or v == 0.0:
-                continue
-            v = v * (u - p3) * lamr
-        k = abs(y - m)
-        if k <= 20 or k >= nrq / 2.0 - 1:  # f(y) / f(m) by recursion
-            s = r / q
-            a = s * (n + 1)
-            f = 1.0
-            if m < y:
-                for i in range(m + 1, y + 1):
-                    f *= a / i - s
-            elif m > y:
-                for i in range(y + 1, m + 1):
-                    f /= a / i - s
-            if v <= f:
-                return y
-            continue
-        rho = (k / nrq) * ((k * (k / 3.0 + 0.625) + 0.16666666666666666) / nrq + 0.5)
-        t = -k * k / (2.0 * nrq)
-        A = math.log(v)
-        if A < t - rho:
-            return y
-        if A > t + rho:
-            continue
-        x1, f1, z, w = y + 1.0, m + 1.0, n + 1.0 - m, n - y + 1.0
-        bound = (xm * math.log(f1 / x1) + (n - m + 0.5) * math.log(z / w)
-                 + (y - m) * math.log(w * r / (x1 * q)) + _stirling_tail(f1)
-                 + _stirling_tail(z) - _stirling_tail(x1) - _stirling_tail(w))
-        if A <= bound:
-            return y
-
-
-@njit(cache=True, inline="always")
-def multinomial(n, w, out, suffix, rs):
-    """Draw ``out ~ Mult(n, w / sum(w))`` (w >= 0, length K) by sequential conditional
-    binomials (:func:`binomial` on the xoshiro state ``rs``): O(K) work whatever n.
-    ``suffix`` (K,) float is scratch for the tail sums of ``w``."""
-    K = w.shape[0]
-    tail = 0.0
-    for k in range(K):
-        out[k] = 0
-    rem = n
-    for k in range(K - 1, -1, -1):
-        tail += w[k]
-        suffix[k] = tail
-    for k in range(K - 1):
-        if rem == 0:
-            return
-        p = w[k] / suffix[k] if suffix[k] > 0.0 else 0.0
-        if p >= 1.0:
-            out[k] = rem
-            return
-        if p > 0.0:
-            out[k] = binomial(rem, p, rs)
-            rem -= out[k]
-    out[K - 1] = rem
-
-
 def chunk_seeds(rng: np.random.Generator, n_items: int, chunk: int = CHUNK) -> np.ndarray:
     """One uint32 seed per chunk of ``chunk`` items, for ``np.random.seed`` inside numba."""
     return rng.integers(0, 2**32 - 1, size=n_chunks(n_items, chunk), dtype=np.uint32
@@ -334,84 +125,6 @@ def n_chunks(n_items: int, chunk: int = CHUNK) -> int:
 
 
 @njit(cache=True, inline="always")
-def log_factorial(y):
-    """log y! (table for small y)."""
-    return _LGAMMA[y] if y < len(_LGAMMA) else math.lgamma(y + 1.0)
-
-
-@njit(cache=True, inline="always")
-def poisson_logpmf(y, mu):
-    """log Pois(y; mu) = y log mu - mu - log y! (mu = 0: 0 for y = 0, else -inf)."""
-    if y == 0:
-        return -mu
-    if mu <= 0.0:
-        return -math.inf
-    return y * math.log(mu) - mu - log_factorial(y)
-
-
-@njit(cache=True, inline="always")
 def at(X, i, j):
     """X[i, j] with broadcasting over axes of length 1."""
     return X[i if X.shape[0] > 1 else 0, j if X.shape[1] > 1 else 0]
-
-
-@njit(cache=True, parallel=True)
-def _count_loglik_chunks(Y, mu, mask, Ytil, log_alpha, log_norm, poisson, out_X):
-    D, V = Y.shape
-    per_column = log_alpha.shape[1] > 1
-    for c in prange(len(out_X)):
-        acc = 0.0
-        for i in range(c * CHUNK, min((c + 1) * CHUNK, D)):
-            if per_column:
-                for j in range(V):
-                    if not mask[i, j]:
-                        if poisson:
-                            acc += poisson_logpmf(Y[i, j], mu[i, j])
-                        acc += at(log_norm, i, j)
-                        d = abs(Ytil[i, j] - Y[i, j])
-                        if d != 0:
-                            acc += d * at(log_alpha, i, j)
-                continue
-            # one alpha for the row: sum the Poisson terms and |y~ - y| over the row first
-            pois, tau, n_obs = 0.0, 0, 0
-            for j in range(V):
-                if not mask[i, j]:
-                    y = Y[i, j]
-                    if poisson:
-                        pois += poisson_logpmf(y, mu[i, j])
-                    tau += abs(Ytil[i, j] - y)
-                    n_obs += 1
-            acc += pois + n_obs * at(log_norm, i, 0)
-            if tau != 0:
-                acc += tau * at(log_alpha, i, 0)
-        out_X[c] = acc
-
-
-def count_loglik(Y: np.ndarray, mu: np.ndarray | None, mask: np.ndarray,
-                 Ytil: np.ndarray | None = None, alpha: np.ndarray | None = None) -> float:
-    """``sum over unmasked cells of log Pois(y; mu) + log 2Geo(y~ - y; alpha)``.
-
-    ``Y``, ``Ytil`` (D, V) integers, ``mu`` (D, V), ``mask`` (D, V) bool (True: skipped),
-    ``alpha`` broadcastable 2-d in [0, 1); ``Ytil = None``: the Poisson term only,
-    ``mu = None``: the noise term only. The noise term is
-    ``log((1 - alpha)/(1 + alpha)) + |y~ - y| log alpha`` (alpha = 0: 0 if y~ = y, else
-    -inf), as :func:`lppf.mechanisms.noise_logpmf`. Partial sums per fixed chunk of rows
-    (:func:`chunk_partials`): the same result for any thread count."""
-    if Ytil is None:
-        Ytil, alpha = Y, np.zeros((1, 1))
-    alpha = np.asarray(alpha, dtype=np.float64)
-    with np.errstate(divide="ignore"):
-        log_alpha = np.log(alpha)
-    log_norm = np.log1p(-alpha) - np.log1p(alpha)
-    out_X = chunk_partials(n_chunks(len(Y)))
-    poisson = mu is not None
-    with at_most(len(out_X)):
-        _count_loglik_chunks(Y, mu if poisson else np.zeros((1, 1)), mask, Ytil, log_alpha,
-                             log_norm, poisson, out_X)
-    return float(total(out_X))
-
-
-def gamma_logpdf_sum(X: np.ndarray, shape: float, rate: float) -> float:
-    """``sum log Gamma(x; shape, rate)`` over the entries of ``X`` (x > 0)."""
-    const = shape * math.log(rate) - math.lgamma(shape)
-    return float((shape - 1.0) * np.log(X).sum() - rate * X.sum() + X.size * const)

@@ -27,7 +27,8 @@ import math
 import numpy as np
 from numba import njit
 
-from lppf._numba import log_factorial, uniform
+from lppf._numba import uniform
+from lppf.log_densities import log_factorial
 
 TINY_MASS = 2.0**-53  # relative mass below which a walk stops
 TINY_RATE = 1e-300  # floor for rates that enter a logarithm
@@ -465,14 +466,14 @@ def _add_pmf(t, a, mu, y_W, weight, out_W):
 
 
 @njit(cache=True)
-def mixture_pmf(t_N, a_N, mu_SN, y_NW):
-    """Mean over samples s of P(y_NW[n] | t_N[n], mu_SN[s, n], a_N[n]), shape (N, W)."""
-    n_samples, n_cells = mu_SN.shape
-    out_NW = np.zeros(y_NW.shape)
+def mixture_pmf(t_m, a_m, mu_Sm, y_mW):
+    """Mean over samples s of P(y_mW[n] | t_m[n], mu_Sm[s, n], a_m[n]), shape (m, W)."""
+    n_samples, n_cells = mu_Sm.shape
+    out_mW = np.zeros(y_mW.shape)
     for n in range(n_cells):
         for s in range(n_samples):
-            _add_pmf(t_N[n], a_N[n], mu_SN[s, n], y_NW[n], 1.0 / n_samples, out_NW[n])
-    return out_NW
+            _add_pmf(t_m[n], a_m[n], mu_Sm[s, n], y_mW[n], 1.0 / n_samples, out_mW[n])
+    return out_mW
 
 
 def support(t: np.ndarray, a: np.ndarray, mu_lo: np.ndarray,

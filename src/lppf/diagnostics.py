@@ -72,45 +72,45 @@ def _z_scale(x: np.ndarray) -> np.ndarray:
     return quantile((rank - 3 / 8) / (flat.size + 1 / 4)).reshape(x.shape)
 
 
-def _split(x_CN: np.ndarray) -> np.ndarray:
-    """(2C, N // 2): the first and last halves of every chain as chains of their own."""
-    half = x_CN.shape[1] // 2
-    return np.vstack([x_CN[:, :half], x_CN[:, x_CN.shape[1] - half:]])
+def _split(x_RI: np.ndarray) -> np.ndarray:
+    """(2R, I // 2): the first and last halves of every chain as chains of their own."""
+    half = x_RI.shape[1] // 2
+    return np.vstack([x_RI[:, :half], x_RI[:, x_RI.shape[1] - half:]])
 
 
-def _rhat_basic(x_CN: np.ndarray) -> float:
-    """Gelman-Rubin R-hat: sqrt((N - 1) / N + B / (N W)), B = N var(chain means),
-    W = mean of the chain variances."""
-    n = x_CN.shape[1]
-    between = n * np.var(x_CN.mean(axis=1), ddof=1)
-    within = np.mean(np.var(x_CN, axis=1, ddof=1))
+def _rhat_basic(x_RI: np.ndarray) -> float:
+    """Gelman-Rubin R-hat: sqrt((I - 1) / I + B / (I w)), B = I var(chain means),
+    w = mean of the chain variances."""
+    n = x_RI.shape[1]
+    between = n * np.var(x_RI.mean(axis=1), ddof=1)
+    within = np.mean(np.var(x_RI, axis=1, ddof=1))
     with np.errstate(divide="ignore", invalid="ignore"):
         return float(np.sqrt((between / within + n - 1) / n))
 
 
-def _autocov(x_CN: np.ndarray) -> np.ndarray:
-    """(C, N) autocovariance of every chain at lags 0..N-1 (biased, divided by N), by FFT
-    over the chain zero-padded to a power of two >= 2N (so the circular products are the
+def _autocov(x_RI: np.ndarray) -> np.ndarray:
+    """(R, I) autocovariance of every chain at lags 0..I-1 (biased, divided by I), by FFT
+    over the chain zero-padded to a power of two >= 2I (so the circular products are the
     linear ones)."""
-    n = x_CN.shape[1]
+    n = x_RI.shape[1]
     m = 1 << (2 * n - 1).bit_length()
-    f = np.fft.rfft(x_CN - x_CN.mean(axis=1, keepdims=True), n=m, axis=1)
+    f = np.fft.rfft(x_RI - x_RI.mean(axis=1, keepdims=True), n=m, axis=1)
     f *= np.conjugate(f)
     return np.fft.irfft(f, n=m, axis=1)[:, :n] / n
 
 
-def _ess_basic(x_CN: np.ndarray) -> float:
-    """Effective sample size of (C, N) draws: C N / tau, tau from the multi-chain
+def _ess_basic(x_RI: np.ndarray) -> float:
+    """Effective sample size of (R, I) draws: R I / tau, tau from the multi-chain
     autocorrelations truncated by Geyer's initial positive and monotone sequences."""
-    x_CN = np.asarray(x_CN, dtype=np.float64)
-    if np.max(x_CN) - np.min(x_CN) < np.finfo(float).resolution:
-        return float(x_CN.size)
-    n_chain, n = x_CN.shape
-    acov = _autocov(x_CN)
+    x_RI = np.asarray(x_RI, dtype=np.float64)
+    if np.max(x_RI) - np.min(x_RI) < np.finfo(float).resolution:
+        return float(x_RI.size)
+    n_chain, n = x_RI.shape
+    acov = _autocov(x_RI)
     mean_var = np.mean(acov[:, 0]) * n / (n - 1.0)
     var_plus = mean_var * (n - 1.0) / n
     if n_chain > 1:
-        var_plus += np.var(x_CN.mean(axis=1), ddof=1)
+        var_plus += np.var(x_RI.mean(axis=1), ddof=1)
     rho = np.zeros(n)
     rho_even, rho_odd = 1.0, 1.0 - (mean_var - np.mean(acov[:, 1])) / var_plus
     rho[0], rho[1] = rho_even, rho_odd
@@ -135,38 +135,38 @@ def _ess_basic(x_CN: np.ndarray) -> float:
     return float("nan") if np.isnan(rho).any() else float(size / tau)
 
 
-def _valid(x_CN: np.ndarray, min_chains: int) -> bool:
-    return (not np.isnan(x_CN).any() and x_CN.shape[0] >= min_chains
-            and x_CN.shape[1] >= 4)
+def _valid(x_RI: np.ndarray, min_chains: int) -> bool:
+    return (not np.isnan(x_RI).any() and x_RI.shape[0] >= min_chains
+            and x_RI.shape[1] >= 4)
 
 
-def rhat(x_CN: np.ndarray) -> float:
-    """Rank-normalized split R-hat of (chains, draws) ``x_CN``: the larger of the split
+def rhat(x_RI: np.ndarray) -> float:
+    """Rank-normalized split R-hat of (chains, draws) ``x_RI``: the larger of the split
     R-hat of the rank-normalized draws (bulk) and of the rank-normalized distances to the
     median (tail). NaN with NaN draws, fewer than 2 chains or 4 draws."""
-    x_CN = np.asarray(x_CN, dtype=np.float64)
-    if not _valid(x_CN, min_chains=2):
+    x_RI = np.asarray(x_RI, dtype=np.float64)
+    if not _valid(x_RI, min_chains=2):
         return float("nan")
-    split = _split(x_CN)
+    split = _split(x_RI)
     folded = np.abs(split - np.median(split))
     return max(_rhat_basic(_z_scale(split)), _rhat_basic(_z_scale(folded)))
 
 
-def ess_bulk(x_CN: np.ndarray) -> float:
+def ess_bulk(x_RI: np.ndarray) -> float:
     """Bulk effective sample size: the ESS of the rank-normalized split chains."""
-    x_CN = np.asarray(x_CN, dtype=np.float64)
-    if not _valid(x_CN, min_chains=1):
+    x_RI = np.asarray(x_RI, dtype=np.float64)
+    if not _valid(x_RI, min_chains=1):
         return float("nan")
-    return _ess_basic(_z_scale(_split(x_CN)))
+    return _ess_basic(_z_scale(_split(x_RI)))
 
 
-def ess_tail(x_CN: np.ndarray) -> float:
+def ess_tail(x_RI: np.ndarray) -> float:
     """Tail effective sample size: the smaller ESS of the split indicators ``x <= q`` for
     the 5% and 95% quantiles q (type 7, numpy's default)."""
-    x_CN = np.asarray(x_CN, dtype=np.float64)
-    if not _valid(x_CN, min_chains=1):
+    x_RI = np.asarray(x_RI, dtype=np.float64)
+    if not _valid(x_RI, min_chains=1):
         return float("nan")
-    return min(_ess_basic(_split(x_CN <= np.quantile(x_CN, p))) for p in (0.05, 0.95))
+    return min(_ess_basic(_split(x_RI <= np.quantile(x_RI, p))) for p in (0.05, 0.95))
 
 
 def _stats(draws: np.ndarray) -> dict[str, np.ndarray]:

@@ -166,18 +166,18 @@ def topic_error(Phi_hat_KV: np.ndarray, Phi_true_KV: np.ndarray) -> float:
     return float(np.abs(aligned - normalized(Phi_true_KV)).sum(axis=1).mean())
 
 
-def _conditional_pmf(t: np.ndarray, a: np.ndarray, mu_SN: np.ndarray,
-                     y_NW: np.ndarray) -> np.ndarray:
-    """Mixture over samples of ``P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|`` on grids y_NW."""
+def _conditional_pmf(t: np.ndarray, a: np.ndarray, mu_Sm: np.ndarray,
+                     y_mW: np.ndarray) -> np.ndarray:
+    """Mixture over samples of ``P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|`` on grids y_mW."""
     return conditional.mixture_pmf(np.asarray(t, dtype=np.int64), np.asarray(a, dtype=float),
-                                   np.asarray(mu_SN, dtype=float),
-                                   np.asarray(y_NW, dtype=np.int64))
+                                   np.asarray(mu_Sm, dtype=float),
+                                   np.asarray(y_mW, dtype=np.int64))
 
 
-def _support(t: np.ndarray, a: np.ndarray, mu_SN: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _support(t: np.ndarray, a: np.ndarray, mu_Sm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-cell range of y holding all but a negligible part of the conditional mass for
     every sampled mu (:func:`lppf.conditional.support`)."""
-    return conditional.support(t, a, mu_SN.min(axis=0), mu_SN.max(axis=0))
+    return conditional.support(t, a, mu_Sm.min(axis=0), mu_Sm.max(axis=0))
 
 
 def _as_cells(t, alpha):
@@ -185,38 +185,38 @@ def _as_cells(t, alpha):
     return t, np.broadcast_to(np.asarray(alpha, dtype=float), t.shape)
 
 
-def posterior_y_pmf(y_tilde: np.ndarray, alpha: np.ndarray, mu_SN: np.ndarray,
+def posterior_y_pmf(y_tilde: np.ndarray, alpha: np.ndarray, mu_Sm: np.ndarray,
                     y_max: int | None = None) -> np.ndarray:
-    """Posterior pmf of the true counts of N cells, averaged over S samples of their rates.
+    """Posterior pmf of the true counts of m cells, averaged over S samples of their rates.
 
     ``P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|`` (y >= 0) is the exact conditional of the true
     count once the mechanism's auxiliaries are marginalized; averaging it over posterior
-    samples of mu gives the posterior of y. ``y_tilde``, ``alpha`` (N,), ``mu_SN`` (S, N).
-    Returns (N, y_max + 1) probabilities of y = 0..y_max (default: the largest support).
+    samples of mu gives the posterior of y. ``y_tilde``, ``alpha`` (m,), ``mu_Sm`` (S, m).
+    Returns (m, y_max + 1) probabilities of y = 0..y_max (default: the largest support).
     """
     t, a = _as_cells(y_tilde, alpha)
     if y_max is None:
-        y_max = int(_support(t, a, mu_SN)[1].max(initial=0))
-    y_NW = np.broadcast_to(np.arange(y_max + 1), (t.size, y_max + 1))
-    return _conditional_pmf(t, a, mu_SN, y_NW)
+        y_max = int(_support(t, a, mu_Sm)[1].max(initial=0))
+    y_mW = np.broadcast_to(np.arange(y_max + 1), (t.size, y_max + 1))
+    return _conditional_pmf(t, a, mu_Sm, y_mW)
 
 
-def posterior_y_interval(y_tilde: np.ndarray, alpha: np.ndarray, mu_SN: np.ndarray,
+def posterior_y_interval(y_tilde: np.ndarray, alpha: np.ndarray, mu_Sm: np.ndarray,
                          level: float = 0.9, max_values: int = 2_000_000):
-    """Equal-tailed ``level`` posterior intervals (lower, upper), each (N,), of the true counts.
+    """Equal-tailed ``level`` posterior intervals (lower, upper), each (m,), of the true counts.
 
     Each cell's pmf is evaluated on its own support (:func:`_support`), a chunk of cells at a
     time so that at most about ``max_values`` grid values are held at once.
     """
     t, a = _as_cells(y_tilde, alpha)
-    lo, hi = _support(t, a, mu_SN)
+    lo, hi = _support(t, a, mu_Sm)
     width = int((hi - lo).max(initial=0)) + 1
     lower, upper = np.empty(t.size, np.int64), np.empty(t.size, np.int64)
     step = max(1, max_values // width)
     for start in range(0, t.size, step):
         part = slice(start, start + step)
-        y_NW = lo[part, None] + np.arange(width)[None, :]
-        cdf = np.cumsum(_conditional_pmf(t[part], a[part], mu_SN[:, part], y_NW), axis=1)
+        y_mW = lo[part, None] + np.arange(width)[None, :]
+        cdf = np.cumsum(_conditional_pmf(t[part], a[part], mu_Sm[:, part], y_mW), axis=1)
         lower[part] = lo[part] + (cdf < (1 - level) / 2).sum(axis=1)
         upper[part] = lo[part] + (cdf < (1 + level) / 2).sum(axis=1)
     return lower, upper
@@ -257,8 +257,8 @@ def coverage(model: str, fit, private, Y: np.ndarray, cells: np.ndarray, n_cells
     pick = rng.choice(rows.size, size=min(n_cells, rows.size), replace=False)
     rows, cols = rows[pick], cols[pick]
     alpha = np.broadcast_to(np.asarray(private["alpha"], dtype=float), Y.shape)[rows, cols]
-    mu_SN = rate_samples(model, samples, rows, cols)
-    lower, upper = posterior_y_interval(private["Y_noisy"][rows, cols], alpha, mu_SN, level)
+    mu_Sm = rate_samples(model, samples, rows, cols)
+    lower, upper = posterior_y_interval(private["Y_noisy"][rows, cols], alpha, mu_Sm, level)
     return interval_coverage(lower, upper, Y[rows, cols])
 
 

@@ -3,7 +3,7 @@
 A model supplies a :class:`Chain`: its state, one Gibbs sweep, the rate ``mu`` and the log
 joint of the current state. A chain whose sweep never forms ``mu`` over every cell may leave
 it to the end: the posterior mean then comes from the pooled factor samples in one product
-(``mean_mu`` of :func:`run_chains`). The driver runs ``n_chains`` independent chains one after
+(:meth:`Chain.mean_mu`). The driver runs ``n_chains`` independent chains one after
 another, chain ``c`` from the generator of ``SeedSequence(entropy).spawn(c + 1)[c]`` with
 ``entropy`` drawn once from the caller's generator, so chain c does not depend on how many
 chains run. Each chain: ``n_iter`` sweeps (the first ``burnin`` discarded), a sample saved
@@ -49,6 +49,10 @@ class Chain(Protocol):
 
     def log_joint(self, mu: np.ndarray | None = None) -> float:
         """log joint probability of the current state (``mu``: :meth:`mu`, if computed)."""
+
+    def mean_mu(self, samples: dict[str, np.ndarray]) -> np.ndarray:
+        """The posterior mean of the rate from the pooled factor samples (n_chains * S, ...);
+        needed only when :meth:`mu` returns None."""
 
 
 def n_saved(n_iter: int, burnin: int, thin: int) -> int:
@@ -123,19 +127,16 @@ def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarr
 
 def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], *,
                n_chains: int, n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
-               mask: np.ndarray, progress: bool, desc: str, start_key: str = "init",
-               info_key: str = "start",
-               mean_mu: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None
-               ) -> FitResult:
+               mask: np.ndarray, progress: bool, desc: str) -> FitResult:
     """Run ``n_chains`` chains built by ``make_chain(rng) -> (chain, start info)`` and pool them.
 
     ``mu_hat`` and ``y_hat`` (private methods; held-out cells get ``mu_hat``) are means over
-    the saved samples of all chains (``mean_mu(samples)`` for chains whose :meth:`Chain.mu`
+    the saved samples of all chains (:meth:`Chain.mean_mu` for chains whose :meth:`Chain.mu`
     is None); ``samples`` (n_chains * S, ...) stacks the chains in
     order; ``trace["loglik"]`` is (n_iter,) for one chain, (n_chains, n_iter) for several;
-    ``elapsed`` sums the seconds of the starts (key ``start_key``; ``"burnin"`` counts them
-    in the burn-in), ``burnin`` and ``sampling`` over chains; ``extra`` holds the start
-    information of each chain (``{info_key}_*``, one row per chain when there are several)
+    ``elapsed`` sums the seconds of ``burnin`` (the starts included) and ``sampling`` over
+    chains; ``extra`` holds the start information of each chain (``start_*``, one row per
+    chain when there are several)
     and ``n_chains``; ``diagnostics`` R-hat and ESS (:func:`lppf.diagnostics.chain_diagnostics`)
     and ``mu_cells`` (n_chains, S, m), mu at the diagnosed cells.
     """
@@ -144,12 +145,12 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
         raise ValueError(f"no sample to save: n_iter - burnin = {n_iter - burnin} < thin = {thin}")
     cells = diagnostic_cells(mask)
     runs, starts = [], []
-    elapsed = {start_key: 0.0, "burnin": 0.0, "sampling": 0.0}
+    elapsed = {"burnin": 0.0, "sampling": 0.0}
     with progress_bar(n_iter * n_chains, progress, desc) as bar:
         for chain_rng in chain_rngs(rng, n_chains):
             tic = time.perf_counter()
             chain, info = make_chain(chain_rng)
-            elapsed[start_key] += time.perf_counter() - tic
+            elapsed["burnin"] += time.perf_counter() - tic
             runs.append(run_chain(chain, n_iter, burnin, thin, cells, bar))
             starts.append(info)
             for k, v in runs[-1]["elapsed"].items():
@@ -157,16 +158,16 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
     total = S * n_chains
     samples = {k: np.concatenate([r["samples"][k] for r in runs]) for k in runs[0]["samples"]}
     if runs[0]["mu_sum"] is None:
-        if mean_mu is None:
-            raise TypeError("run_chains: the chains do not form mu; pass mean_mu")
-        mu_hat = mean_mu(samples)
+        if not hasattr(chain, "mean_mu"):
+            raise TypeError("run_chains: the chains form no mu and have no mean_mu")
+        mu_hat = chain.mean_mu(samples)
     else:
         mu_hat = sum(r["mu_sum"] for r in runs) / total
     y_hat = None
     if runs[0]["y_sum"] is not None:
         y_hat = np.where(mask, mu_hat, sum(r["y_sum"] for r in runs) / total)
     loglik = np.stack([r["loglik"] for r in runs])
-    extra = {f"{info_key}_{k}": (np.asarray(starts[0][k]) if n_chains == 1 else
+    extra = {f"start_{k}": (np.asarray(starts[0][k]) if n_chains == 1 else
                                  np.stack([np.asarray(s[k]) for s in starts]))
              for k in starts[0]}
     extra["n_chains"] = n_chains

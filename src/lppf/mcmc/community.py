@@ -18,7 +18,7 @@ terms. One iteration:
 
 The model mixes poorly (local modes). Each chain starts at the best of ``INIT_CHAINS`` EM
 fits of the observed data (:mod:`lppf.start`), ranked by the observed-data log
-likelihood; their scores are returned in ``extra["init_loglik"]`` to show the spread.
+likelihood; their scores are returned in ``extra["start_loglik"]`` to show the spread.
 A ``private-collapsed`` chain begins its burn-in with ``private``'s count update
 (:class:`CommunityChain`).
 """
@@ -37,16 +37,14 @@ from lppf._numba import (
     blas_single,
     chunk_partials,
     chunk_seeds,
-    count_loglik,
-    gamma_logpdf_sum,
-    log_factorial,
-    multinomial,
     n_chunks,
     rng_state,
     total,
     uniform,
 )
 from lppf._numba import threads as numba_threads
+from lppf.draws import multinomial
+from lppf.log_densities import count_loglik, gamma_logpdf_sum, log_factorial
 from lppf.mcmc import counts
 from lppf.mcmc._driver import run_chains
 from lppf.results import FitResult
@@ -268,7 +266,7 @@ def sample_counts(problem: Problem, state: State, rng: np.random.Generator) -> N
                                        state.Y_VV, seeds)
 
 
-def gibbs_step(problem: Problem, state: State, rng: np.random.Generator) -> float:
+def gibbs_sweep(problem: Problem, state: State, rng: np.random.Generator) -> float:
     """One Gibbs iteration in place; returns the log likelihood of the counts before it."""
     if is_private(problem):
         sample_counts(problem, state, rng)
@@ -287,7 +285,7 @@ def gibbs_step(problem: Problem, state: State, rng: np.random.Generator) -> floa
 
 def log_joint(problem: Problem, state: State, mu: np.ndarray | None = None) -> float:
     """``log p(Y~, Y, Theta, Pi)`` (free factors only; ``private``'s noise rates marginalized;
-    :func:`lppf._numba.count_loglik`); ``mu`` the current rate when already computed."""
+    :func:`lppf.log_densities.count_loglik`); ``mu`` the current rate when already computed."""
     if mu is None:
         mu = state.Theta_VC @ state.Pi_CC @ state.Theta_VC.T
     private = is_private(problem)
@@ -332,8 +330,8 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
     ``y_hat`` (private methods; held-out cells get ``mu_hat``) are posterior means over the
     saved samples; ``samples`` holds ``theta`` (S, V, C) and ``pi`` (S, C, C); ``log_joint``
     (S,) is :func:`log_joint`; ``trace["loglik"]`` (n_iter,) is log p(y | Theta, Pi) over the
-    observed cells at the start of each iteration; ``elapsed`` has ``init`` (the starts,
-    not counted in ``n_iter``), ``burnin`` and ``sampling`` seconds.
+    observed cells at the start of each iteration; ``elapsed`` has ``burnin`` (the starts
+    included, though not counted in ``n_iter``) and ``sampling`` seconds.
     """
     fix = dict(data.fix)
     problem = make_problem(data, method, a0, b0)
@@ -344,7 +342,7 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
     with numba_threads(threads), at_most(n_chunks(problem.Ytil_VV.shape[0])), blas_single():
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
                           thin=thin, rng=rng, mask=~problem.obs_VV, progress=progress,
-                          desc=f"community {method}", start_key="init", info_key="init")
+                          desc=f"community {method}")
 
 
 class CommunityChain:
@@ -379,13 +377,17 @@ class CommunityChain:
             self.problem = self.target
             self.state.lam_plus_VV = self.state.lam_minus_VV = None
         self.n_sweeps += 1
-        return gibbs_step(self.problem, self.state, self.rng)
+        return gibbs_sweep(self.problem, self.state, self.rng)
 
     def factors(self) -> dict[str, np.ndarray]:
         return {"theta": self.state.Theta_VC, "pi": self.state.Pi_CC}
 
     def mu(self) -> np.ndarray:
         return self.state.Theta_VC @ self.state.Pi_CC @ self.state.Theta_VC.T
+
+    def mu_at(self, cells: np.ndarray) -> np.ndarray:
+        Theta = self.state.Theta_VC
+        return np.einsum("mc,cd,md->m", Theta[cells[:, 0]], self.state.Pi_CC, Theta[cells[:, 1]])
 
     def counts(self) -> np.ndarray | None:
         return self.state.Y_VV if is_private(self.problem) else None

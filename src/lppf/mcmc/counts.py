@@ -22,8 +22,9 @@ import numpy as np
 from numba import njit, prange
 
 from lppf import conditional
-from lppf._numba import CHUNK, at, binomial, rng_state, standard_gamma, uniform
+from lppf._numba import CHUNK, at, rng_state, uniform
 from lppf.distributions import bessel_sample_nb
+from lppf.draws import binomial, standard_gamma
 
 _SMALL_GAMMA = 13  # integer gamma shapes below this are drawn as sums of exponentials
 _SMALL_BINOMIAL = 16  # binomial sizes below this are drawn as sums of Bernoulli draws
@@ -35,7 +36,7 @@ LANES = conditional.LANES
 def _gamma_int(shape, scale, rs, spare):
     """Gamma(shape, scale) for a positive integer shape from the uniforms of the xoshiro
     state ``rs``: a sum of exponentials when small, else Marsaglia and Tsang
-    (:func:`lppf._numba.standard_gamma`, ``spare`` its (1,) spare normal); the two cost
+    (:func:`lppf.draws.standard_gamma`, ``spare`` its (1,) spare normal); the two cost
     the same near shape 13."""
     if shape < _SMALL_GAMMA:
         prod = 1.0
@@ -48,7 +49,7 @@ def _gamma_int(shape, scale, rs, spare):
 @njit(cache=True, inline="always")
 def _binomial(n, p, rs):
     """Binom(n, p): a sum of Bernoulli draws (uniforms of ``rs``) when n is small, else
-    :func:`lppf._numba.binomial`."""
+    :func:`lppf.draws.binomial`."""
     if n >= _SMALL_BINOMIAL:
         return binomial(n, p, rs)
     k = 0

@@ -33,17 +33,14 @@ from lppf._numba import (
     blas_single,
     chunk_partials,
     chunk_seeds,
-    count_loglik,
-    gamma_draws,
-    gamma_logpdf_sum,
-    log_factorial,
-    multinomial,
     rng_state,
     thread_partials,
     total,
     uniform,
 )
 from lppf._numba import threads as numba_threads
+from lppf.draws import gamma_draws, multinomial
+from lppf.log_densities import count_loglik, gamma_logpdf_sum, log_factorial
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc.counts import sample_counts_collapsed, sample_counts_private
 from lppf.results import FitResult
@@ -87,7 +84,7 @@ def _draw_component(u, bcum, icum, K):
 def _allocate_cell(y, Theta_DK, d, Phi_VK, v, bcum, icum, Y_DK, Y_VK, w, n, suffix, rs):
     """Add Mult(y, theta_d * phi_v / mu_dv) to rows ``Y_DK[d]`` and ``Y_VK[v]``; return mu_dv.
     Small counts: one uniform of the xoshiro state ``rs`` per unit (:func:`lppf._numba.uniform`);
-    above ``_UNITS_PER_K * K``: conditional binomials (:func:`lppf._numba.multinomial`).
+    above ``_UNITS_PER_K * K``: conditional binomials (:func:`lppf.draws.multinomial`).
 
     ``Theta_DK``, ``Phi_VK`` are zero-padded to a multiple of _BLOCK columns; ``bcum``
     (n_blocks + 1,) gets the cumulative block sums after a leading 0 and ``icum`` (padded K,)
@@ -212,7 +209,7 @@ def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TV
 
 
 @dataclass
-class PMFState:
+class State:
     """The sampler's state. ``Y`` (D, V) int32 are the current true counts (private methods)
     or the fixed counts; ``lam_plus``/``lam_minus`` (D, V) only for ``private``; ``csr`` holds
     the (indptr, indices, counts) of the observed non-zero cells of fixed counts."""
@@ -237,7 +234,7 @@ def observed_csr(Y: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def make_state(data: FitData, method: str, Theta: np.ndarray, Phi: np.ndarray,
                Y: np.ndarray | None = None, lam: tuple[np.ndarray, np.ndarray] | None = None,
-               ) -> PMFState:
+               ) -> State:
     """Assemble a state; the true counts default to ``max(y~, 0)`` and lam+- to their prior
     mean alpha / (1 - alpha) for ``private``. Counts are stored as int32."""
     if data.Y.size and np.abs(data.Y).max() >= 2**31:
@@ -245,10 +242,10 @@ def make_state(data: FitData, method: str, Theta: np.ndarray, Phi: np.ndarray,
     if method in ("naive", "nonprivate"):
         counts = np.maximum(data.Y, 0) if method == "naive" else data.Y
         Yfix = counts.astype(np.int32)
-        return PMFState(method, Theta, Phi, Yfix, csr=observed_csr(Yfix, data.mask))
+        return State(method, Theta, Phi, Yfix, csr=observed_csr(Yfix, data.mask))
     if Y is None:
         Y = np.where(data.mask, 0, np.maximum(data.Y, 0)).astype(np.int32)
-    state = PMFState(method, Theta, Phi, Y, Ytil=data.Y.astype(np.int32))
+    state = State(method, Theta, Phi, Y, Ytil=data.Y.astype(np.int32))
     if method == "private":
         if lam is None:
             mean = np.broadcast_to(data.alpha / (1.0 - data.alpha), data.Y.shape)
@@ -258,7 +255,7 @@ def make_state(data: FitData, method: str, Theta: np.ndarray, Phi: np.ndarray,
 
 
 def initial_state(data: FitData, method: str, n_components: int,
-                  rng: np.random.Generator) -> PMFState:
+                  rng: np.random.Generator) -> State:
     """A random start (benchmarks; fits start from :func:`lppf.start.best_start`):
     factors ~ Gamma(1, 1) scaled so that the mean rate matches the mean observed count
     (``max(y~, 0)``); fixed factors from ``data.fix``."""
@@ -281,7 +278,7 @@ def _observed_weights(mask: np.ndarray) -> np.ndarray | None:
     return None if not mask.any() else (~mask).astype(np.float64)
 
 
-def update_counts(state: PMFState, data: FitData, rng: np.random.Generator,
+def update_counts(state: State, data: FitData, rng: np.random.Generator,
                   mu: np.ndarray | None = None) -> None:
     """Resample the true counts (private methods) given y~ and mu = Theta @ Phi, computed
     into the buffer ``mu`` when one is given."""
@@ -305,7 +302,7 @@ def _padded(X: np.ndarray) -> np.ndarray:
     return out
 
 
-def allocate(state: PMFState, data: FitData, rng: np.random.Generator
+def allocate(state: State, data: FitData, rng: np.random.Generator
              ) -> tuple[np.ndarray, np.ndarray, float]:
     """(Y_DK, Y_KV, sum over observed non-zero cells of y log mu - log y!)."""
     D, V = state.Y.shape
@@ -333,7 +330,7 @@ def observed_mu_sum(Theta: np.ndarray, Phi: np.ndarray, W_DV: np.ndarray | None)
     return float(np.sum(Theta * _theta_rate(Phi, W_DV, Theta.shape)))
 
 
-def update_factors(state: PMFState, Y_DK: np.ndarray, Y_KV: np.ndarray,
+def update_factors(state: State, Y_DK: np.ndarray, Y_KV: np.ndarray,
                    W_DV: np.ndarray | None, a0: float, b0: float, fix: dict,
                    rng: np.random.Generator) -> tuple[float, float]:
     """Draw Theta then Phi from their gamma conditionals; return the sum over observed cells
@@ -350,7 +347,7 @@ def update_factors(state: PMFState, Y_DK: np.ndarray, Y_KV: np.ndarray,
     return before, float(np.sum(rate_KV * state.Phi))
 
 
-def gibbs_sweep(state: PMFState, data: FitData, a0: float, b0: float,
+def gibbs_sweep(state: State, data: FitData, a0: float, b0: float,
                 rng: np.random.Generator, W_DV: np.ndarray | None = None,
                 mu: np.ndarray | None = None) -> float:
     """One full iteration in place; returns the log likelihood log p(y | Theta, Phi) of the
@@ -364,11 +361,11 @@ def gibbs_sweep(state: PMFState, data: FitData, a0: float, b0: float,
     return ll - update_factors(state, Y_DK, Y_KV, W_DV, a0, b0, data.fix, rng)[0]
 
 
-def log_joint(state: PMFState, data: FitData, a0: float, b0: float,
+def log_joint(state: State, data: FitData, a0: float, b0: float,
               mu: np.ndarray | None = None) -> float:
     """log p(y~, y, Theta, Phi) (private methods, y~ | y ~ y + 2Geo(alpha)) or
     log p(y, Theta, Phi) (naive, nonprivate), observed cells only
-    (:func:`lppf._numba.count_loglik`); ``mu`` = Theta @ Phi when already computed."""
+    (:func:`lppf.log_densities.count_loglik`); ``mu`` = Theta @ Phi when already computed."""
     if mu is None:
         mu = state.Theta @ state.Phi
     private = state.method in PRIVATE_METHODS
@@ -377,7 +374,7 @@ def log_joint(state: PMFState, data: FitData, a0: float, b0: float,
     return total + _log_prior(state, a0, b0)
 
 
-def _log_prior(state: PMFState, a0: float, b0: float) -> float:
+def _log_prior(state: State, a0: float, b0: float) -> float:
     return gamma_logpdf_sum(state.Theta, a0, b0) + gamma_logpdf_sum(state.Phi, a0, b0)
 
 
@@ -395,7 +392,7 @@ class PMFChain:
     and its log p(y | Theta, Phi) summed by the allocation, so that saving it takes no pass
     over the cells but the one for the noise term of its log joint."""
 
-    def __init__(self, data: FitData, state: PMFState, a0: float, b0: float,
+    def __init__(self, data: FitData, state: State, a0: float, b0: float,
                  rng: np.random.Generator):
         self.state, self.data, self.a0, self.b0, self.rng = state, data, a0, b0, rng
         self.W_DV = _observed_weights(data.mask)
@@ -441,6 +438,9 @@ class PMFChain:
         if state.method in PRIVATE_METHODS:
             lj += count_loglik(state.Y, None, data.mask, state.Ytil, data.alpha)
         return lj
+
+    def mean_mu(self, samples: dict[str, np.ndarray]) -> np.ndarray:
+        return mean_product(samples["theta"], samples["phi"])
 
 
 _ROWS, _SAMPLES = 256, 8  # rows per task and samples per product of mean_product
@@ -507,6 +507,4 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
     with numba_threads(threads), blas_single():
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
                           thin=thin, rng=rng, mask=data.mask, progress=progress,
-                          desc=f"pmf {method}", start_key="burnin",
-                          mean_mu=lambda samples: mean_product(samples["theta"],
-                                                               samples["phi"]))
+                          desc=f"pmf {method}")
