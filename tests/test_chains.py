@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
+import numba
 import numpy as np
 import pytest
 
+from lppf._numba import threads
 from lppf.diagnostics import (
     ESS_MIN,
     RHAT_MAX,
@@ -15,6 +20,7 @@ from lppf.diagnostics import (
 )
 from lppf.estimators import PoissonMF
 from lppf.mcmc import fit_mcmc
+from lppf.mcmc._driver import run_chains
 from lppf.validation import FitData
 
 
@@ -52,11 +58,59 @@ def test_pmf_chains_share_one_em_start():
     assert scores.shape[0] == 3 and (scores == scores[0]).all()
 
 
-@pytest.mark.parametrize("model", ["pmf", "community"])
-def test_chains_identical_for_any_thread_count(model):
-    one, two = _fit(model, 2, threads=1), _fit(model, 2, threads=2)
+@pytest.mark.parametrize(("model", "n_chains"), [("pmf", 2), ("community", 2), ("pmf", 3)])
+def test_chains_identical_for_any_thread_count(model, n_chains):
+    """Two threads run two chains at once (three: two, then the third), one runs them in
+    turn: the pooled result is the same to the bit."""
+    one, two = _fit(model, n_chains, threads=1), _fit(model, n_chains, threads=2)
     np.testing.assert_array_equal(one.mu_hat, two.mu_hat)
+    np.testing.assert_array_equal(one.y_hat, two.y_hat)
+    np.testing.assert_array_equal(one.samples["theta"], two.samples["theta"])
+    np.testing.assert_array_equal(one.log_joint, two.log_joint)
     np.testing.assert_array_equal(one.trace["loglik"], two.trace["loglik"])
+    np.testing.assert_array_equal(one.diagnostics["mu_cells"], two.diagnostics["mu_cells"])
+
+
+class _ThreadChain:
+    """A chain that records the Python thread and the numba threads of its sweeps."""
+
+    def __init__(self, seen: list):
+        self.seen = seen
+
+    def sweep(self) -> float:
+        time.sleep(0.01)  # long enough for the other chain's sweeps to overlap
+        self.seen.append((threading.get_ident(), numba.get_num_threads()))
+        return 0.0
+
+    def factors(self):
+        return {"theta": np.zeros((2, 1))}
+
+    def mu(self):
+        return np.ones((2, 2))
+
+    def counts(self):
+        return None
+
+    def log_joint(self, mu=None) -> float:
+        return 0.0
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 numba threads")
+def test_chains_run_at_once_on_their_share_of_the_threads():
+    seen = {c: [] for c in range(2)}
+    made = []
+
+    def make_chain(rng):
+        made.append(rng)
+        return _ThreadChain(seen[len(made) - 1]), {}
+
+    with threads(2):
+        run_chains(make_chain, n_chains=2, n_iter=10, burnin=5, thin=5,
+                   rng=np.random.default_rng(0), mask=np.zeros((2, 2), bool), progress=False,
+                   desc="")
+    idents = [{ident for ident, _ in seen[c]} for c in range(2)]
+    assert all(len(i) == 1 for i in idents) and idents[0] != idents[1]
+    assert {n for c in range(2) for _, n in seen[c]} == {1}
 
 
 def test_rhat_of_mixed_chains_near_one_and_of_stuck_chains_large():

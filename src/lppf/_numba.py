@@ -43,6 +43,15 @@ def threads(n: int | None) -> Iterator[int]:
         numba.set_num_threads(old)
 
 
+def concurrent_kernels() -> bool:
+    """Whether several Python threads may run parallel kernels at once: numba's ``omp`` and
+    ``tbb`` threading layers allow it, ``workqueue`` does not (nor a layer not yet loaded)."""
+    try:
+        return numba.threading_layer() in ("omp", "tbb")
+    except ValueError:
+        return False
+
+
 @contextmanager
 def blas_single() -> Iterator[None]:
     """Run the block with BLAS on one thread. The samplers' products are small (D x K times

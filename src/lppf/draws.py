@@ -57,7 +57,7 @@ def standard_gamma(a, rs, spare):
     return d * v
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _gamma_chunks(shape, scale, seeds, out):
     n = len(out)
     for c in prange(len(seeds)):

@@ -34,7 +34,7 @@ def poisson_logpmf(y, mu):
     return y * math.log(mu) - mu - log_factorial(y)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _count_loglik_chunks(Y, mu, mask, Ytil, log_alpha, log_norm, poisson, out_X):
     D, V = Y.shape
     per_column = log_alpha.shape[1] > 1

@@ -3,22 +3,30 @@
 A model supplies a :class:`Chain`: its state, one Gibbs sweep, the rate ``mu`` and the log
 joint of the current state. A chain whose sweep never forms ``mu`` over every cell may leave
 it to the end: the posterior mean then comes from the pooled factor samples in one product
-(:meth:`Chain.mean_mu`). The driver runs ``n_chains`` independent chains one after
-another, chain ``c`` from the generator of ``SeedSequence(entropy).spawn(c + 1)[c]`` with
-``entropy`` drawn once from the caller's generator, so chain c does not depend on how many
-chains run. Each chain: ``n_iter`` sweeps (the first ``burnin`` discarded), a sample saved
-every ``thin``-th sweep after burn-in. The samples of all chains are pooled for the
-posterior means.
+(:meth:`Chain.mean_mu`). The driver runs ``n_chains`` independent chains at the same
+time on the ``T`` numba threads it is given: ``min(n_chains, T)`` Python threads of
+``T // min(n_chains, T)`` numba threads each (the kernels release the GIL). Chain ``c``
+draws from the generator of ``SeedSequence(entropy).spawn(c + 1)[c]`` with ``entropy``
+drawn once from the caller's generator, so chain c depends neither on how many chains run
+nor on how many run at once, and (the kernels' chunks being reseeded) not on the threads.
+Chain 0 is built first, alone and on every thread (a model may share its start with the
+other chains); the others are built in their own threads. Each chain: ``n_iter`` sweeps
+(the first ``burnin`` discarded), a sample saved every ``thin``-th sweep after burn-in.
+The samples of all chains are pooled for the posterior means.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
+import numba
 import numpy as np
 
+from lppf._numba import concurrent_kernels
+from lppf._numba import threads as numba_threads
 from lppf._progress import progress_bar
 from lppf.diagnostics import chain_diagnostics, diagnostic_cells
 from lppf.results import FitResult
@@ -135,26 +143,43 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
     is None); ``samples`` (n_chains * S, ...) stacks the chains in
     order; ``trace["loglik"]`` is (n_iter,) for one chain, (n_chains, n_iter) for several;
     ``elapsed`` sums the seconds of ``burnin`` (the starts included) and ``sampling`` over
-    chains; ``extra`` holds the start information of each chain (``start_*``, one row per
-    chain when there are several)
-    and ``n_chains``; ``diagnostics`` R-hat and ESS (:func:`lppf.diagnostics.chain_diagnostics`)
-    and ``mu_cells`` (n_chains, S, m), mu at the diagnosed cells.
+    chains (chains that run at the same time overlap: the sum is not wall time); ``extra``
+    holds the start information of each chain (``start_*``, one row per chain when there
+    are several) and ``n_chains``; ``diagnostics`` R-hat and ESS
+    (:func:`lppf.diagnostics.chain_diagnostics`) and ``mu_cells`` (n_chains, S, m), mu at
+    the diagnosed cells.
     """
     S = n_saved(n_iter, burnin, thin)
     if S < 1:
         raise ValueError(f"no sample to save: n_iter - burnin = {n_iter - burnin} < thin = {thin}")
     cells = diagnostic_cells(mask)
-    runs, starts = [], []
-    elapsed = {"burnin": 0.0, "sampling": 0.0}
-    with progress_bar(n_iter * n_chains, progress, desc) as bar:
-        for chain_rng in chain_rngs(rng, n_chains):
+    rngs = chain_rngs(rng, n_chains)
+
+    def one(c: int, per_chain: int, chain_info=None) -> tuple[dict, dict, Chain]:
+        with numba_threads(per_chain):  # numba's thread count is per (Python) thread
             tic = time.perf_counter()
-            chain, info = make_chain(chain_rng)
-            elapsed["burnin"] += time.perf_counter() - tic
-            runs.append(run_chain(chain, n_iter, burnin, thin, cells, bar))
-            starts.append(info)
-            for k, v in runs[-1]["elapsed"].items():
-                elapsed[k] += v
+            chain, info = chain_info or make_chain(rngs[c])
+            made = time.perf_counter() - tic
+            run = run_chain(chain, n_iter, burnin, thin, cells, bar)
+        run["elapsed"]["burnin"] += made
+        return run, info, chain
+
+    with progress_bar(n_iter * n_chains, progress, desc) as bar:
+        tic = time.perf_counter()
+        first = make_chain(rngs[0])  # alone and first: a model may share chain 0's start
+        made = time.perf_counter() - tic
+        workers = min(n_chains, numba.get_num_threads()) if concurrent_kernels() else 1
+        per_chain = numba.get_num_threads() // workers
+        jobs = [(c, per_chain, first if c == 0 else None) for c in range(n_chains)]
+        if workers == 1:
+            out = [one(*job) for job in jobs]
+        else:
+            with ThreadPoolExecutor(workers) as pool:
+                out = list(pool.map(lambda job: one(*job), jobs))
+    runs, starts = [r for r, _, _ in out], [i for _, i, _ in out]
+    chain = out[-1][2]
+    runs[0]["elapsed"]["burnin"] += made
+    elapsed = {k: sum(r["elapsed"][k] for r in runs) for k in ("burnin", "sampling")}
     total = S * n_chains
     samples = {k: np.concatenate([r["samples"][k] for r in runs]) for k in runs[0]["samples"]}
     if runs[0]["mu_sum"] is None:

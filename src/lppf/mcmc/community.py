@@ -167,7 +167,7 @@ def _allocate_cell(y, theta_i, Q_CC, send_C, recv_C, pair_CC, F, N, rs):
     return mu
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _allocate_chunks(Y_VV, obs_VV, Theta_VC, Q_VCC, seeds, send_VC, recv_XVC, pair_XCC, ll_X):
     """Allocate observed counts over sender/receiver roles, row chunks in parallel, each
     reseeded from ``seeds``. ``Q_VCC[j] = cumsum_d(pi_cd theta_jd)``. Adds the sender counts
@@ -204,7 +204,7 @@ def allocate(Y_VV: np.ndarray, obs_VV: np.ndarray, Theta_VC: np.ndarray, Pi_CC: 
     return send_VC, total(recv_XVC), total(pair_XCC), float(total(ll_X))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _update_theta(Theta_VC, Pi_CC, shape_VC, b0, out_ptr, out_idx, in_ptr, in_idx, seed):
     """Sweep the actors in order, drawing each row of Theta in place from its conditional.
 

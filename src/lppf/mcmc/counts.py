@@ -73,7 +73,7 @@ def _private_cell(t, mu, a, lp, lm, rs, spare):
     return y, _gamma_int(1 + g_plus, a, rs, spare), _gamma_int(1 + g_minus, a, rs, spare)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def sample_counts_private(Ytil, alpha, mu, mask, lam_plus, lam_minus, Y_out, seeds):
     """Bessel-augmented update (Schein et al. 2019) of Y_out, lam_plus, lam_minus in place.
 
@@ -98,7 +98,7 @@ def sample_counts_private(Ytil, alpha, mu, mask, lam_plus, lam_minus, Y_out, see
                 lam_minus[i, j] = lm
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
     """Exact update y ~ P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y|, in place. The cells of a
     row that fit :func:`lppf.conditional.fits_lanes` (most of them: small rates and counts)

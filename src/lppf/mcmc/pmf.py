@@ -156,7 +156,7 @@ def _add_loglik(y, mu, ll):
     return total + y * math.log(mu) - log_factorial(y), prod
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
     """Allocate every unmasked non-zero cell of dense ``Y`` (D, V). Writes row totals
     ``Y_DK`` (D, K), adds column totals to ``Y_TVK`` (:func:`lppf._numba.thread_partials`,
@@ -183,7 +183,7 @@ def allocate_dense(Y, mask, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
         loglik_X[c] = ll[0] + math.log(ll[1])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TVK, loglik_X):
     """As :func:`allocate_dense` for fixed counts in CSR form (observed non-zero cells only)."""
     D = len(indptr) - 1
