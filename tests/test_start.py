@@ -115,3 +115,50 @@ def test_successive_halving_spends_the_pilot_budget_on_the_restarts_still_in_con
     assert first_round.shape == (_start.RESTARTS["pmf"],) and np.argmax(first_round) == 3
     assert sum(n for _, n in calls[:-1]) == _start.RESTARTS["pmf"] * pilot
     assert calls[-1] == (9, refine)
+
+
+def _shaped(n_rows: int, n_cols: int) -> FitData:
+    return FitData(np.zeros((n_rows, n_cols)), np.full((1, 1), 0.5),
+                   np.zeros((n_rows, n_cols), bool))
+
+
+def test_halving_spends_pilot_steps_per_restart():
+    assert _start.halving_steps(16, 20) == 16 * 50  # 16 x 20 + 8 x 20 + 4 x 40 + 2 x 80
+    assert _start.halving_steps(4, 20) == 4 * 20 + 2 * 20 and _start.halving_steps(1, 7) == 7
+
+
+def test_uncapped_and_small_starts_keep_the_whole_schedule():
+    full = (_start.RESTARTS["pmf"], 20, 200)
+    assert _start.start_schedule(_shaped(300, 150), 5, 100, None) == full
+    assert _start.start_schedule(_shaped(300, 150), 5, 100, 2000) == full
+    assert _start.start_schedule(_shaped(130, 130), 5, 100, 500, "community") == (
+        _start.RESTARTS["community"], 20, 200)
+
+
+@pytest.mark.parametrize("n_iter", [200, 1000, 4000, 20000])
+def test_a_capped_start_costs_at_most_its_share_of_the_chain(n_iter):
+    """1000 x 1000, K = 50: the EM steps cost at most START_SHARE of n_iter sweeps."""
+    R, s, refine = _start.start_schedule(_shaped(1000, 1000), 50, 300, n_iter)
+    cost = (_start.halving_steps(R, s) + refine) * _start.em_sweeps("pmf", 50)
+    assert cost <= _start.START_SHARE * n_iter
+    assert R < _start.RESTARTS["pmf"] or n_iter == 20000
+    assert R >= 1 and s >= 1
+
+
+def test_a_capped_start_runs_its_schedule_from_the_nndsvd_restart(data, monkeypatch):
+    calls = []
+
+    def fake_em(data, method, A, B, n, model="pmf"):
+        calls.append(n)
+        return -float(A[0, 0])
+
+    monkeypatch.setattr(_start, "em", fake_em)
+    monkeypatch.setattr(_start, "START_FREE", 0.0)
+    first = _start.nndsvd_start(data, 4)
+    R, s, refine = _start.start_schedule(data, 4, 100, 300)
+    assert R < _start.RESTARTS["pmf"]
+    A, _, scores = _start.best_start(data, "private", 4, 100, np.random.default_rng(0),
+                                     n_iter=300)
+    assert len(scores) == R and sum(calls) == _start.halving_steps(R, s) + refine
+    if R == 1:
+        np.testing.assert_array_equal(A, np.maximum(first[0], _start.START_FLOOR))

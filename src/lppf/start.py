@@ -74,6 +74,56 @@ def em_budget(burnin: int) -> tuple[int, int]:
     return min(max(burnin // 2, 1), MAX_PILOT), min(2 * burnin, MAX_REFINE)
 
 
+START_SHARE = 0.08  # most of the chain's n_iter sweeps that a capped start may cost
+START_FREE = 3e8  # cells x components x EM steps a start may always take (seconds)
+
+
+def em_sweeps(model: str, n_components: int) -> float:
+    """Estimated CPU cost of one EM step in sweeps of a private chain: the M step's ``INNER``
+    updates are dense products of about ``8 K`` (pmf) or ``16 K`` (community) flops a cell,
+    a sweep costs some hundred ns a cell (1000 x 1000, K = 50, one core: an EM step 0.27 s,
+    a private sweep 0.13-0.15 s; 300 x 150, K = 5: 5.4 ms and 8.7 ms)."""
+    return max(0.5, (1 if model == "pmf" else 2) * n_components / 25)
+
+
+def halving_steps(n_runs: int, steps: int) -> int:
+    """EM steps that :func:`best_start` spends ranking ``n_runs`` restarts from a first
+    round of ``steps`` steps each (successive halving)."""
+    total, runs = n_runs * steps, n_runs
+    while runs > 1:
+        runs //= 2
+        if runs == 1:
+            break
+        if runs < n_runs // 2:
+            steps *= 2
+        total += runs * steps
+    return total
+
+
+def start_schedule(data: FitData, n_components: int, burnin: int, n_iter: int | None,
+                   model: str = "pmf") -> tuple[int, int, int]:
+    """(restarts, first-round EM steps of each, refine steps) of :func:`best_start`.
+
+    Uncapped (``n_iter`` None): ``RESTARTS[model]`` restarts (1 when both factors are
+    fixed), ``max(2 pilot // 5, 1)`` and ``refine`` from :func:`em_budget`. Capped, the
+    start's EM steps cost at most ``START_SHARE`` of ``n_iter`` sweeps (at the rate of
+    :func:`em_sweeps`) or ``START_FREE`` cells x components x steps, whichever is more (small
+    problems keep the whole schedule): the random restarts are halved until the steps fit
+    (the first, NNDSVD, restart of a PMF chain stays), then the refine steps are cut."""
+    pilot, refine = em_budget(burnin)
+    restarts, steps = (RESTARTS[model] if len(data.fix) < 2 else 1), max(2 * pilot // 5, 1)
+    if n_iter is None:
+        return restarts, steps, refine
+    work = data.Y.shape[0] * data.Y.shape[1] * n_components
+    cap = int(max(START_SHARE * n_iter / em_sweeps(model, n_components), START_FREE / work))
+    while restarts > 1 and halving_steps(restarts, steps) + refine > cap:
+        restarts //= 2
+    if restarts == 1:
+        steps = max(min(steps, cap), 1)
+        refine = max(min(refine, cap - steps), 0)
+    return restarts, steps, refine
+
+
 def _counts(data: FitData) -> np.ndarray:
     """The counts the M step fits when nothing is latent (naive: max(y~, 0)), 0 if held out."""
     return np.where(data.mask, 0, np.maximum(data.Y, 0)).astype(np.float64)
@@ -259,7 +309,7 @@ def random_start_community(data: FitData, n_components: int, rng: np.random.Gene
 
 
 def best_start(data: FitData, method: str, n_components: int, burnin: int,
-               rng: np.random.Generator, model: str = "pmf"
+               rng: np.random.Generator, model: str = "pmf", n_iter: int | None = None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(A, B, observed log likelihood of every restart after its first round): pmf
     (Theta_DK, Phi_KV), community (Theta_VC, Pi_CC).
@@ -268,15 +318,14 @@ def best_start(data: FitData, method: str, n_components: int, burnin: int,
     the better half ``s`` more, the better half of those ``2 s``, then ``4 s``, ...,
     until one is left (as many steps in all as ``pilot`` steps for each restart); that one
     takes ``refine`` more. A restart that ranks first after a few steps is often not the one
-    that ends best; halving spends the later steps on the few still in contention."""
-    pilot, refine = em_budget(burnin)
+    that ends best; halving spends the later steps on the few still in contention. With
+    ``n_iter`` (the chain's iterations) the schedule is capped (:func:`start_schedule`)."""
+    n_runs, steps, refine = start_schedule(data, n_components, burnin, n_iter, model)
     draw = random_start if model == "pmf" else random_start_community
     first = nndsvd_start(data, n_components) if model == "pmf" else None
     runs = [first if restart == 0 and first is not None else draw(data, n_components, rng)
-            for restart in range(RESTARTS[model] if len(data.fix) < 2 else 1)]
-    steps = max(2 * pilot // 5, 1)
+            for restart in range(n_runs)]
     scores = first_round = np.array([em(data, method, A, B, steps, model) for A, B in runs])
-    n_runs = len(runs)
     while len(runs) > 1:
         runs = [runs[i] for i in np.argsort(-scores, kind="stable")[:len(runs) // 2]]
         if len(runs) == 1:

@@ -336,7 +336,7 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
     fix = dict(data.fix)
     problem = make_problem(data, method, a0, b0)
     def make_chain(chain_rng):
-        chain = CommunityChain(problem, fix, n_components, burnin, chain_rng)
+        chain = CommunityChain(problem, fix, n_components, burnin, chain_rng, n_iter)
         return chain, chain.info
 
     with numba_threads(threads), at_most(n_chunks(problem.Ytil_VV.shape[0])), blas_single():
@@ -360,10 +360,10 @@ class CommunityChain:
     """
 
     def __init__(self, problem: Problem, fix: dict[str, np.ndarray], n_components: int,
-                 burnin: int, rng: np.random.Generator):
+                 burnin: int, rng: np.random.Generator, n_iter: int | None = None):
         data = FitData(problem.Ytil_VV, problem.alpha_VV, ~problem.obs_VV, fix)
         Theta, Pi, scores = best_start(data, problem.method, n_components, burnin, rng,
-                                       model="community")
+                                       model="community", n_iter=n_iter)
         self.target, self.n_sweeps, self.handoff = problem, 0, 0
         if problem.method == "private-collapsed":
             problem = replace(problem, method="private")

@@ -499,7 +499,8 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
 
     def make_chain(chain_rng):
         if not start:
-            start.extend(best_start(data, method, n_components, burnin, chain_rng))
+            start.extend(best_start(data, method, n_components, burnin, chain_rng,
+                                    n_iter=n_iter))
         Theta, Phi, scores = start
         state = make_state(data, method, Theta.copy(), Phi.copy())
         return PMFChain(data, state, a0, b0, chain_rng), {"loglik": scores}
