@@ -3,11 +3,11 @@
 Lists the fit jobs of a Snakemake dry run, measures on one thread, for each distinct (data
 shape, model, K, method, inference) on synthetic counts of that shape, the seconds of one
 iteration (Gibbs sweep or CAVI update) and of one EM step of an MCMC chain's start
-(:mod:`lppf.start`), and prints core-hours per experiment: per chain, iterations x
-seconds per iteration + the start's EM steps (``RESTARTS[model] x pilot + refine`` for the job's
-burn-in) x seconds per EM step. Data shapes of the Enron matrices are those of the papers
-(overridable); fits dominate the cost, the other jobs (preprocessing, evaluation, figures)
-are counted at a few seconds each.
+(:mod:`lppf.start`), and prints core-hours per experiment: iterations x chains x seconds
+per iteration + the start's EM steps (:func:`lppf.start.start_schedule` for the job's burn-in,
+iterations and shape; once per PMF fit, once per community chain) x seconds per EM step.
+Data shapes of the Enron matrices are those of the papers (overridable); fits dominate the
+cost, the other jobs (preprocessing, evaluation, figures) are counted at a few seconds each.
 
     python bench/paper_cost.py [--configfile config/paper.yaml] [--iterations 3]
     python bench/paper_cost.py --configfile config/design.yaml --shape e1=120x120 ...
@@ -33,7 +33,7 @@ from lppf import start as _start
 from lppf.estimators import CommunityModel, PoissonMF
 from lppf.fitting import DEFAULTS
 from lppf.mechanisms import privatize
-from lppf.validation import fit_data
+from lppf.validation import FitData, fit_data
 
 FIT = re.compile(r"lppf fit \S+ results/\S*?/(?P<exp>[a-z0-9]+)/fits/\S+ --model (?P<model>\S+)"
                  r" --method (?P<method>\S+) --inference (?P<inference>\S+) --components "
@@ -114,10 +114,13 @@ def seconds_per_em_step(shape, model, K, method, steps, seed=0):
     return (time.perf_counter() - start) / steps
 
 
-def _em_steps(model: str, burnin: int) -> int:
-    """EM steps of one chain's start for this burn-in (:func:`lppf.start.best_start`)."""
-    pilot, refine = _start.em_budget(int(burnin))
-    return _start.RESTARTS[model] * pilot + refine
+def _em_steps(model: str, burnin: int, iterations: int, shape: tuple, K: int) -> int:
+    """EM steps of one chain's start for this schedule and data shape
+    (:func:`lppf.start.start_schedule`, capped by the chain's iterations)."""
+    data = FitData(np.zeros(shape), np.full((1, 1), 0.5), np.zeros(shape, bool))
+    restarts, steps, refine = _start.start_schedule(data, int(K), int(burnin), int(iterations),
+                                                    model)
+    return _start.halving_steps(restarts, steps) + refine
 
 
 def main() -> None:
@@ -143,8 +146,12 @@ def main() -> None:
                         if inference == "mcmc" else 0.0)
     fits["sweep_hours"] = [sweep[tuple(r[k] for k in keys)] * r["iterations"] * r["chains"]
                            / 3600 for _, r in fits.iterrows()]
-    fits["start_hours"] = [em_step[tuple(r[k] for k in keys)] * r["chains"]
-                           * _em_steps(r["model"], r["burnin"]) / 3600 for _, r in fits.iterrows()]
+    # a PMF fit's chains share one start, a community chain runs its own
+    fits["start_hours"] = [em_step[tuple(r[k] for k in keys)]
+                           * (r["chains"] if r["model"] == "community" else 1)
+                           * _em_steps(r["model"], r["burnin"], r["iterations"],
+                                       shapes[r["exp"]], r["K"]) / 3600
+                           for _, r in fits.iterrows()]
     fits["core_hours"] = fits["sweep_hours"] + fits["start_hours"]
     table = fits.groupby("exp").agg(fits=("core_hours", "size"),
                                     sweeps=("sweep_hours", "sum"),
