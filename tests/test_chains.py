@@ -174,3 +174,37 @@ def test_inference_data_round_trip(tmp_path):
                                   model.samples_["phi"].reshape(2, 4, 2, 20))
     arrays = model.to_arrays()
     assert arrays["diag_rhat_mu"].shape == (16,) and np.isfinite(arrays["diag_rhat_loglik"])
+
+
+class _BigChain(_ThreadChain):
+    """Factors of 1 MB each, a new value every sweep."""
+
+    def __init__(self, seen: list):
+        super().__init__(seen)
+        self.theta = np.zeros((1000, 125))
+
+    def sweep(self) -> float:
+        self.theta += 1.0
+        return 0.0
+
+    def factors(self):
+        return {"theta": self.theta}
+
+
+def test_saved_samples_take_no_more_memory_than_the_pooled_output():
+    """2 chains x 20 saved samples of 1 MB: the samples are written into the pooled arrays
+    (40 MB), not kept as lists, stacked and concatenated (three copies)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fit = run_chains(lambda rng: (_BigChain([]), {}), n_chains=2, n_iter=20, burnin=0,
+                         thin=1, rng=np.random.default_rng(0), mask=np.zeros((2, 2), bool),
+                         progress=False, desc="")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    output = fit.samples["theta"].nbytes
+    assert output == 2 * 20 * 1_000_000
+    np.testing.assert_array_equal(fit.samples["theta"][[0, 19, 20, 39], 0, 0], [1, 20, 1, 20])
+    assert peak < 1.2 * output, (peak, output)

@@ -84,12 +84,14 @@ def _accumulate(total: np.ndarray | None, X: np.ndarray) -> np.ndarray:
 
 
 class SavedSamples:
-    """What a chain keeps of ``S`` saved states: factors, log joints, mu at ``cells``
-    (S, m) and the sums of mu (None if the chain does not form mu) and of the true counts."""
+    """What a chain keeps of ``S`` saved states: factors (S, ...) (written into ``factors``,
+    e.g. the chain's rows of the pooled arrays, else allocated at the first save), log
+    joints, mu at ``cells`` (S, m) and the sums of mu (None if the chain does not form mu)
+    and of the true counts."""
 
-    def __init__(self, S: int, cells: np.ndarray):
-        self.cells, self.s = cells, 0
-        self.factors: dict[str, list] = {}
+    def __init__(self, S: int, cells: np.ndarray, factors: dict | None = None):
+        self.cells, self.s, self.S = cells, 0, S
+        self.factors: dict[str, np.ndarray] = factors or {}
         self.log_joint = np.empty(S)
         self.mu_cells = np.empty((S, len(cells)))
         self.mu_sum = self.y_sum = None
@@ -97,7 +99,9 @@ class SavedSamples:
     def add(self, chain: Chain) -> None:
         """Save the chain's current state."""
         for name, value in chain.factors().items():
-            self.factors.setdefault(name, []).append(np.array(value))
+            if name not in self.factors:
+                self.factors[name] = np.empty((self.S, *np.shape(value)), np.result_type(value))
+            self.factors[name][self.s] = value
         mu = chain.mu()
         if mu is None:
             self.mu_cells[self.s] = chain.mu_at(self.cells)
@@ -112,11 +116,11 @@ class SavedSamples:
 
 
 def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarray,
-              bar) -> dict:
-    """Run one chain; return its saved factors (S, ...), log joints (S,), loglik trace,
-    sums of mu and of the true counts over saved samples, mu at ``cells`` (S, m) and
-    seconds per phase."""
-    saved = SavedSamples(n_saved(n_iter, burnin, thin), cells)
+              bar, factors: dict | None = None) -> dict:
+    """Run one chain; return its saved factors (S, ...) (written into ``factors`` if given),
+    log joints (S,), loglik trace, sums of mu and of the true counts over saved samples, mu
+    at ``cells`` (S, m) and seconds per phase."""
+    saved = SavedSamples(n_saved(n_iter, burnin, thin), cells, factors)
     loglik = np.empty(n_iter)
     elapsed = {"burnin": 0.0, "sampling": 0.0}
     start = time.perf_counter()
@@ -128,9 +132,9 @@ def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarr
             saved.add(chain)
         bar.update()
     elapsed["sampling"] = time.perf_counter() - start - elapsed["burnin"]
-    return {"samples": {k: np.stack(v) for k, v in saved.factors.items()},
-            "log_joint": saved.log_joint, "loglik": loglik, "mu_sum": saved.mu_sum,
-            "y_sum": saved.y_sum, "elapsed": elapsed, "mu_cells": saved.mu_cells}
+    return {"samples": saved.factors, "log_joint": saved.log_joint, "loglik": loglik,
+            "mu_sum": saved.mu_sum, "y_sum": saved.y_sum, "elapsed": elapsed,
+            "mu_cells": saved.mu_cells}
 
 
 def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], *,
@@ -160,7 +164,8 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
             tic = time.perf_counter()
             chain, info = chain_info or make_chain(rngs[c])
             made = time.perf_counter() - tic
-            run = run_chain(chain, n_iter, burnin, thin, cells, bar)
+            rows = {k: v[c * S:(c + 1) * S] for k, v in samples.items()}
+            run = run_chain(chain, n_iter, burnin, thin, cells, bar, rows)
         run["elapsed"]["burnin"] += made
         return run, info, chain
 
@@ -168,6 +173,8 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
         tic = time.perf_counter()
         first = make_chain(rngs[0])  # alone and first: a model may share chain 0's start
         made = time.perf_counter() - tic
+        samples = {k: np.empty((n_chains * S, *np.shape(v)), np.result_type(v))
+                   for k, v in first[0].factors().items()}  # the pooled samples, filled in place
         workers = min(n_chains, numba.get_num_threads()) if concurrent_kernels() else 1
         per_chain = numba.get_num_threads() // workers
         jobs = [(c, per_chain, first if c == 0 else None) for c in range(n_chains)]
@@ -181,7 +188,6 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
     runs[0]["elapsed"]["burnin"] += made
     elapsed = {k: sum(r["elapsed"][k] for r in runs) for k in ("burnin", "sampling")}
     total = S * n_chains
-    samples = {k: np.concatenate([r["samples"][k] for r in runs]) for k in runs[0]["samples"]}
     if runs[0]["mu_sum"] is None:
         if not hasattr(chain, "mean_mu"):
             raise TypeError("run_chains: the chains form no mu and have no mean_mu")
