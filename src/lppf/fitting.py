@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from lppf.io import NAME_KEYS, load_json_entry, load_npz, require_key, save_npz
+from lppf.io import NAME_KEYS, load_json_entry, load_npz, npz_writer, require_key, write_files
 from lppf.results import FACTORS, SECONDS, FitResult
 from lppf.validation import FitData, InputError, check_params, fit_data
 
@@ -190,12 +190,16 @@ class Fit:
         loglik = np.reshape(r.trace["loglik"], (n_chains, -1))[:, int(self.params["burnin"]):]
         return to_inference_data(r.samples, loglik, r.diagnostics["mu_cells"], n_chains)
 
+    def writer(self, input_path: str | os.PathLike[str] | None = None):
+        """A writer of the fit ``.npz`` for :func:`lppf.io.write_files`, uncompressed: its
+        samples and posterior means are floats that zlib shrinks by 3-4% at about 30 MB/s,
+        which made writing a saved sample cost a fifth of a sweep."""
+        return npz_writer(compressed=False, **self.to_arrays(input_path))
+
     def save(self, path: str | os.PathLike[str], *,
              input_path: str | os.PathLike[str] | None = None) -> None:
-        """Write the fit ``.npz`` atomically, uncompressed: its samples and posterior means
-        are floats that zlib shrinks by 3-4% at about 30 MB/s, which made writing a saved
-        sample cost a sizeable share of a sweep."""
-        save_npz(path, compressed=False, **self.to_arrays(input_path))
+        """Write the fit ``.npz`` atomically (:meth:`writer`)."""
+        write_files([(path, self.writer(input_path))])
 
 
 def load(path: str | os.PathLike[str]) -> Fit:

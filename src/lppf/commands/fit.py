@@ -26,7 +26,6 @@ from lppf.io import (
     NAME_KEYS,
     check_output,
     load_npy,
-    npz_writer,
     read_counts,
     require_key,
     write_files,
@@ -227,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         raise _blame(args, exc) from None
     fit.names = names
-    files = [(args.output, npz_writer(**fit.to_arrays(args.input)))]
+    files = [(args.output, fit.writer(args.input))]
     if args.idata is not None:
         files.append((args.idata, _idata_writer(fit)))
     write_files(files)
