@@ -34,8 +34,10 @@ or ``prod_dv Pois(y_dv; mu_dv)`` of the fixed counts (``naive``: ``max(y~, 0)``)
 
 The restarts share ``RESTARTS[model] x pilot`` E steps by successive halving (:func:`best_start`):
 all run a few steps, the better half runs more, and so on, so that the later steps go to the
-restarts still in contention; the last one left runs ``refine`` more. The Gibbs sampler that
-follows is unchanged: the start only decides which mode burn-in begins in.
+restarts still in contention; the last one left runs ``refine`` more. A fit caps that
+schedule so that the start costs at most ``START_SHARE`` of its chain's sweeps
+(:func:`start_schedule`). The Gibbs sampler that follows is unchanged: the start only decides
+which mode burn-in begins in.
 """
 
 from __future__ import annotations
