@@ -52,10 +52,13 @@ def test_chain_c_does_not_depend_on_the_number_of_chains(model):
     np.testing.assert_allclose(three.mu_hat[cells[:, 0], cells[:, 1]], mu)
 
 
-def test_pmf_chains_share_one_em_start():
-    three = _fit("pmf", 3)
+@pytest.mark.parametrize("model", ["pmf", "community"])
+def test_chains_share_one_em_start(model):
+    three = _fit(model, 3)
     scores = three.extra["start_loglik"]
     assert scores.shape[0] == 3 and (scores == scores[0]).all()
+    first = three.samples["theta"][0::2]  # each chain's first saved sample differs
+    assert not np.array_equal(first[0], first[1]) and not np.array_equal(first[1], first[2])
 
 
 @pytest.mark.parametrize(("model", "n_chains"), [("pmf", 2), ("community", 2), ("pmf", 3)])

@@ -16,9 +16,12 @@ terms. One iteration:
    c as sender and receiver. Column sums of Theta are kept up to date, so a sweep costs
    O(V C^2 + held-out cells x C).
 
-The model mixes poorly (local modes). Each chain starts at the best of ``INIT_CHAINS`` EM
+The model mixes poorly (local modes). Every chain starts at the best of ``INIT_CHAINS`` EM
 fits of the observed data (:mod:`lppf.start`), ranked by the observed-data log
-likelihood; their scores are returned in ``extra["start_loglik"]`` to show the spread.
+likelihood, run once from chain 0's generator and shared (as for PMF); their scores are
+returned in ``extra["start_loglik"]`` to show the spread. R-hat then measures how far the
+chains drift apart from one start: on S3's data the chains of a fit reach different modes
+from the shared start as they did from their own (docs/findings.md).
 A ``private-collapsed`` chain begins its burn-in with ``private``'s count update
 (:class:`CommunityChain`).
 """
@@ -51,9 +54,10 @@ from lppf.results import FitResult
 from lppf.start import RESTARTS, best_start
 from lppf.validation import PRIVATE_METHODS, FitData
 
-INIT_CHAINS = RESTARTS["community"]  # EM restarts of each chain's start
+INIT_CHAINS = RESTARTS["community"]  # EM restarts of the chains' shared start
 FLOOR = 1e-100  # gamma draws are floored here so that products of three never underflow
 AUGMENTED_BURNIN = 0.5  # share of a private-collapsed chain's burn-in with lambda kept
+SHARED_START = True  # every chain from chain 0's EM start (False: one start per chain)
 
 
 @dataclass(frozen=True)
@@ -335,8 +339,14 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
     """
     fix = dict(data.fix)
     problem = make_problem(data, method, a0, b0)
+    start = []  # the EM start, from chain 0's generator, shared by every chain
+
     def make_chain(chain_rng):
-        chain = CommunityChain(problem, fix, n_components, burnin, chain_rng, n_iter)
+        if not start or not SHARED_START:
+            observed = FitData(problem.Ytil_VV, problem.alpha_VV, ~problem.obs_VV, fix)
+            start[:] = best_start(observed, method, n_components, burnin, chain_rng,
+                                  model="community", n_iter=n_iter)
+        chain = CommunityChain(problem, start, burnin, chain_rng)
         return chain, chain.info
 
     with numba_threads(threads), at_most(n_chunks(problem.Ytil_VV.shape[0])), blas_single():
@@ -346,8 +356,8 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
 
 
 class CommunityChain:
-    """One chain (see :class:`lppf.mcmc._driver.Chain`) from
-    :func:`lppf.start.best_start`.
+    """One chain (see :class:`lppf.mcmc._driver.Chain`) from ``start``, the result of
+    :func:`lppf.start.best_start` (copied).
 
     A ``private-collapsed`` chain draws its true counts with ``private``'s augmented update
     (noise rates ``lambda`` kept) for the first ``AUGMENTED_BURNIN`` of its burn-in, then
@@ -359,11 +369,8 @@ class CommunityChain:
     augmented update shrinks it gradually and the chain keeps the communities.
     """
 
-    def __init__(self, problem: Problem, fix: dict[str, np.ndarray], n_components: int,
-                 burnin: int, rng: np.random.Generator, n_iter: int | None = None):
-        data = FitData(problem.Ytil_VV, problem.alpha_VV, ~problem.obs_VV, fix)
-        Theta, Pi, scores = best_start(data, problem.method, n_components, burnin, rng,
-                                       model="community", n_iter=n_iter)
+    def __init__(self, problem: Problem, start: list, burnin: int, rng: np.random.Generator):
+        Theta, Pi, scores = (np.array(x) for x in start)
         self.target, self.n_sweeps, self.handoff = problem, 0, 0
         if problem.method == "private-collapsed":
             problem = replace(problem, method="private")
