@@ -22,8 +22,8 @@ LAYERS = [
     ("lppf.start",),
     ("lppf.mcmc", "lppf.cavi"),
     ("lppf.fitting", "lppf.fitfile", "lppf.metrics"),
-    ("lppf.estimators", "lppf.claims", "lppf.experiments", "lppf.enron", "lppf.commands",
-     "lppf.cli", "lppf", "lppf.__main__"),
+    ("lppf.estimators", "lppf.claims", "lppf.findings", "lppf.experiments", "lppf.enron",
+     "lppf.commands", "lppf.cli", "lppf", "lppf.__main__"),
 ]
 NO_FILES = ("lppf.draws", "lppf.mechanisms", "lppf.distributions", "lppf.conditional",
             "lppf.likelihood", "lppf.log_densities", "lppf.expectations", "lppf.diagnostics",
