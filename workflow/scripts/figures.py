@@ -65,7 +65,7 @@ def topic_error_vs_privacy(smk):
 
 
 MATCHED = {"epsilon": "matched (epsilon, delta)", "variance": "matched noise variance"}
-LEVEL_NAMES = {"epsilon": "epsilon (at the experiment's delta and N)",
+LEVEL_NAMES = {"epsilon": "epsilon (at the config's delta and N)",
                "variance": "noise variance"}
 
 
@@ -83,13 +83,17 @@ def mechanisms(smk):
     g = sns.relplot(long, x="level", y="value", hue="mechanism", style="method", row="matched",
                     col="metric", kind="line", markers=True, errorbar="sd", err_style="bars",
                     facet_kws={"sharex": False, "sharey": False}, height=3, aspect=1.2)
-    g.set_titles("{row_name} | {col_name}")
+    g.set_titles("{row_name}\n{col_name}", size=8)
     match_of = {v: k for k, v in MATCHED.items()}
     for (matched, metric), ax in g.axes_dict.items():
         column = next(m for m in names if METRIC_NAMES[m] == metric)
         if not clean.empty:
             ax.axhline(clean[column].mean(), color="0.3", ls=":", lw=1)
+        levels = np.sort(long.loc[long["matched"] == matched, "level"].unique())
         ax.set(xscale="log", yscale="log", xlabel=LEVEL_NAMES[match_of[matched]], ylabel=metric)
+        ax.set_xticks(levels, [f"{v:g}" for v in levels], minor=False)
+        ax.set_xticks([], minor=True)
+    g.tight_layout()
     return g.figure
 
 
