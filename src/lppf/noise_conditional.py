@@ -350,3 +350,21 @@ def sample_cells(t_m, mu_m, kind, code_m, par, var, lr, seed):
         out[n] = t_m[n] if p < 0 else sample(t_m[n], mu_m[n], kind, par[p], var[p], lr, p,
                                              rs, up, down)
     return out
+
+
+def count_loglik(Y: np.ndarray, mu: np.ndarray | None, mask: np.ndarray, Ytil: np.ndarray,
+                 noise: Tables) -> float:
+    """sum over unmasked cells of ln Pois(y; mu) + ln p(y~ - y) (mu None: the noise term
+    only); :func:`lppf.log_densities.count_loglik` for any mechanism."""
+    from lppf.log_densities import count_loglik as poisson_loglik
+
+    total = log_noise_sum(Y, Ytil, noise, mask)
+    return total if mu is None else total + poisson_loglik(Y, mu, mask)
+
+
+def fit_tables(data) -> Tables | None:
+    """The :class:`Tables` of a fit's data (:class:`lppf.validation.FitData`), None for the
+    geometric mechanism (its own fast path, :mod:`lppf.conditional`)."""
+    if data.mechanism == "geometric":
+        return None
+    return tables(data.mechanism, data.alpha, data.Y)
