@@ -65,3 +65,18 @@ def test_flags_for_files_released_elsewhere(counts, tmp_path, capsys):
     assert not (tmp_path / "x.npz").exists()
     assert main(["fit", str(released), str(tmp_path / "x.npz"), *FIT[:-1], "private"]) == 2
     assert "needs the geometric mechanism" in capsys.readouterr().err
+
+
+def test_transform_takes_the_noise_of_the_fit(counts, tmp_path, capsys):
+    released, fit = tmp_path / "r.npz", tmp_path / "f.npz"
+    assert main(["privatize", str(counts), str(released), "--mechanism", "skellam", "--mu",
+                 "1.5", "--seed", "3"]) == 0
+    assert main(["fit", str(released), str(fit), "--method", "private-collapsed", "--inference",
+                 "cavi", "--components", "2", "--seed", "0", "--quiet"]) == 0
+    assert main(["transform", str(fit), str(released), str(tmp_path / "t.npz")]) == 0
+    with np.load(tmp_path / "t.npz") as z:
+        assert z["theta"].shape == (12, 2)
+    capsys.readouterr()
+    assert main(["transform", str(fit), str(released), str(tmp_path / "u.npz"), "--sigma",
+                 "1"]) == 2
+    assert "the fit is to a skellam release" in capsys.readouterr().err
