@@ -31,7 +31,7 @@ def test_seeded_output_is_reproducible_and_hides_the_counts(counts, tmp_path):
     first = run_ok("privatize", counts, tmp_path / "a.npz", "--alpha", "0.6", "--seed", "5")
     again = run_ok("privatize", counts, tmp_path / "b.npz", "--alpha", "0.6", "--seed", "5")
     other = run_ok("privatize", counts, tmp_path / "c.npz", "--alpha", "0.6", "--seed", "6")
-    assert set(first) == {"Y_noisy", "alpha", "noise"}  # the seed stays with the caller
+    assert set(first) == {"Y_noisy", "mechanism", "alpha", "noise"}  # the seed stays hidden
     assert first["Y_noisy"].dtype == np.int64 and first["Y_noisy"].shape == Y.shape
     np.testing.assert_array_equal(first["Y_noisy"], again["Y_noisy"])
     assert not np.array_equal(first["Y_noisy"], other["Y_noisy"])
@@ -59,7 +59,7 @@ def test_sparse_input_and_per_row_alpha_file(tmp_path):
 def test_secure_by_default_with_a_privacy_statement(secure, counts, tmp_path, capsys):
     out = run_ok("privatize", counts, tmp_path / "o.npz", "--epsilon", "2", "--precision", "4",
                  *secure)
-    assert set(out) == {"Y_noisy", "alpha", "noise", "epsilon", "precision"}
+    assert set(out) == {"Y_noisy", "mechanism", "alpha", "noise", "epsilon", "precision"}
     assert str(out["noise"]) == "secure" and out["Y_noisy"].dtype == np.int64
     err = capsys.readouterr().err
     assert "local privacy for every cell: epsilon = 2 at precision N = 4" in err

@@ -305,3 +305,47 @@ def test_the_default_config_runs_every_mcmc_fit_on_enough_chains():
         for key in ("mcmc", "fixed_mcmc"):
             if key in exp:
                 assert exp[key].get("chains", 1) >= MIN_CHAINS, (name, key)
+
+
+MECHANISM_PRIVACY = {"mechanisms": ["geometric", "discrete-gaussian", "skellam"],
+                     "epsilon": [0.5, 2], "delta": 1e-6, "precision": 1, "variance": [4]}
+
+
+def test_a_mechanism_grid_crosses_mechanisms_with_matched_levels():
+    from lppf.mechanisms import noise_variance, privacy
+
+    s = spec(privacy=MECHANISM_PRIVACY, methods=["private-collapsed", "naive"])
+    points = grid.grids(s)
+    assert len(points) == 3 * 3 and points["skellam-eps-0.5"] == ("epsilon", 0.5)
+    assert points["discrete-gaussian-var-4"] == ("variance", 4)
+    assert [grid.mechanism_of(p) for p in points][::3] == MECHANISM_PRIVACY["mechanisms"]
+    assert grid.mechanism_of("alpha-0.5") == "geometric"
+    assert grid.figures(s) == ["mechanisms", "rhat"]
+    for point, (kind, value) in points.items():
+        labels = grid.grid_labels(s, point)
+        mechanism, param = labels["mechanism"], labels["noise_param"]
+        assert labels["match"] == kind and labels[kind] == value
+        if kind == "variance":  # the same variance under every mechanism
+            assert noise_variance(mechanism, param) == pytest.approx(4, rel=1e-6)
+        else:  # the same (epsilon, delta) at precision 1
+            assert privacy(mechanism, param, 1, 1e-6)["epsilon"] == pytest.approx(value, 1e-6)
+            assert labels["delta"] == 1e-6 and labels["precision"] == 1
+    assert grid.noise_args(s, "geometric-eps-2") == (
+        "--mechanism geometric --epsilon 2 --precision 1", "")
+    assert grid.noise_args(s, "skellam-eps-0.5") == (
+        "--mechanism skellam --epsilon 0.5 --precision 1 --delta 1e-06", "")
+    assert grid.noise_args(s, "skellam-var-4") == ("--mechanism skellam --mu 2.0", "")
+    grid.check_config(config(privacy=MECHANISM_PRIVACY))
+
+
+@pytest.mark.parametrize("privacy", [
+    {**MECHANISM_PRIVACY, "alpha": [0.5]},
+    {"mechanisms": ["skellam"]},
+    {"alpha": [0.5], "epsilon": [1.0]},
+    {**MECHANISM_PRIVACY, "mechanisms": ["skellam", "skellam"]},
+    {**MECHANISM_PRIVACY, "variance": [4, 4.0000001]},
+])
+def test_a_mechanism_grid_is_one_grid(privacy):
+    with pytest.raises(grid.ConfigError) as info:
+        grid.check_config(config(privacy=privacy))
+    assert str(info.value).startswith("experiments.e1.privacy")

@@ -18,16 +18,18 @@ LAYERS = [
     ("lppf._numba", "lppf._progress", "lppf.validation"),
     ("lppf.results", "lppf.io", "lppf.backends"),
     ("lppf.draws", "lppf.mechanisms", "lppf.distributions", "lppf.conditional", "lppf.likelihood",
-     "lppf.log_densities", "lppf.expectations", "lppf.diagnostics", "lppf.synthetic"),
+     "lppf.log_densities", "lppf.expectations", "lppf.diagnostics", "lppf.synthetic",
+     "lppf.noise", "lppf.privacy", "lppf.noise_conditional"),
     ("lppf.start",),
     ("lppf.mcmc", "lppf.cavi"),
     ("lppf.fitting", "lppf.fitfile", "lppf.metrics"),
-    ("lppf.estimators", "lppf.claims", "lppf.experiments", "lppf.enron", "lppf.commands",
-     "lppf.cli", "lppf", "lppf.__main__"),
+    ("lppf.estimators", "lppf.claims", "lppf.findings", "lppf.experiments", "lppf.enron",
+     "lppf.commands", "lppf.cli", "lppf", "lppf.__main__"),
 ]
 NO_FILES = ("lppf.draws", "lppf.mechanisms", "lppf.distributions", "lppf.conditional",
             "lppf.likelihood", "lppf.log_densities", "lppf.expectations", "lppf.diagnostics",
-            "lppf.synthetic", "lppf.start", "lppf.mcmc", "lppf.cavi")
+            "lppf.synthetic", "lppf.start", "lppf.mcmc", "lppf.cavi", "lppf.noise",
+            "lppf.privacy", "lppf.noise_conditional")
 APART = ("lppf.mcmc", "lppf.cavi")  # the two inference packages
 
 

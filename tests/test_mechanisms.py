@@ -109,9 +109,10 @@ def test_secure_noise_reads_the_os_generator_and_refuses_seeds(monkeypatch):
 def test_secure_is_the_default_and_says_so():
     Y = np.zeros((30, 30), dtype=np.int64)
     info = M.privatize(Y, 0.5, return_info=True)[1]
-    assert info == {"source": "secure", "sampler": M.noise_sampler()}
-    assert M.privatize(Y, 0.5, rng=3, return_info=True)[1] == {"source": "seeded",
-                                                                "sampler": "numpy"}
+    assert info == {"source": "secure", "sampler": M.noise_sampler(), "mechanism": "geometric",
+                    "alpha": 0.5}
+    assert M.privatize(Y, 0.5, rng=3, return_info=True)[1] == {
+        "source": "seeded", "sampler": "numpy", "mechanism": "geometric", "alpha": 0.5}
     with pytest.raises(InputError, match="secure=False needs rng"):
         M.privatize(Y, 0.5, secure=False)
 

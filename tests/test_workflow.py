@@ -348,7 +348,7 @@ def test_an_unconfigured_target_is_refused_in_one_line(tmp_path):
     result = snakemake("-n", "e9", "--configfile", TEST_CONFIG, cwd=tmp_path, check=False)
     assert result.returncode != 0
     assert ("config: error: target e9: not a configured experiment (experiments: s1, s2, s3, "
-            "e1, e2, e3, e4, v1)") in result.stderr.splitlines()
+            "e1, e2, e3, e4, v1, m1)") in result.stderr.splitlines()
     assert "Traceback" not in result.stderr and "No rule to produce" not in result.stderr
 
 

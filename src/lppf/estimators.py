@@ -29,7 +29,7 @@ from lppf import fitting
 from lppf._numba import threads as numba_threads
 from lppf.fitting import DEFAULTS
 from lppf.results import FitResult
-from lppf.validation import INFERENCES, METHODS, FitData, InputError, factor_shapes
+from lppf.validation import INFERENCES, MECHANISMS, METHODS, FitData, InputError, factor_shapes
 
 # numpydoc of the estimators' parameters; the defaults are read from DEFAULTS
 _PARAMETERS = f"""
@@ -63,6 +63,10 @@ _PARAMETERS = f"""
         Show a progress bar.
     alpha : float or array or None, default=None
         Noise level used when :meth:`fit`, :meth:`transform` or :meth:`score` get none.
+    mechanism : str, default={DEFAULTS['mechanism']!r}
+        The noise of the data, one of {", ".join(MECHANISMS)}; ``alpha`` is then its
+        parameter (alpha, the discrete Gaussian's sigma or the Skellam mu). ``private``
+        needs the geometric mechanism.
 """
 
 _ATTRIBUTES = """
@@ -115,7 +119,8 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
                  restarts: int = DEFAULTS["restarts"],
                  random_state: int | np.random.Generator | None = DEFAULTS["random_state"],
                  threads: int | None = DEFAULTS["threads"],
-                 verbose: bool = DEFAULTS["verbose"], alpha: Any = DEFAULTS["alpha"]) -> None:
+                 verbose: bool = DEFAULTS["verbose"], alpha: Any = DEFAULTS["alpha"],
+                 mechanism: str = DEFAULTS["mechanism"]) -> None:
         self.n_components = n_components
         self.method = method
         self.inference = inference
@@ -131,6 +136,7 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.threads = threads
         self.verbose = verbose
         self.alpha = alpha
+        self.mechanism = mechanism
 
     # -- validation (lppf.validation, through lppf.fitting)
     def _check_params(self) -> None:
@@ -155,9 +161,9 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         y : None
             Ignored (scikit-learn's signature).
         alpha : float or array-like, default=None
-            Noise level in [0, 1): a scalar, one per row, one per column or one per cell
-            (required for private methods; ignored by nonprivate). None: the ``alpha``
-            parameter.
+            Noise level in [0, 1) (or the parameter of the ``mechanism``: sigma, mu): a
+            scalar, one per row, one per column or one per cell (required for private
+            methods; ignored by nonprivate). None: the ``alpha`` parameter.
         mask : array-like of bool of shape (n_rows, n_cols), default=None
             True = held out.
         fix : dict of str to ndarray, default=None
@@ -251,7 +257,8 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         """Rows of ``data`` fitted as Poisson factorization with ``phi = components_`` held
         fixed (the same method, inference and settings as the fit); a fixed seed derived
         from ``seed_``, so repeated calls agree."""
-        data = FitData(data.Y, data.alpha, data.mask, {"phi": self.components_})
+        data = FitData(data.Y, data.alpha, data.mask, {"phi": self.components_},
+                       data.mechanism)
         rng = np.random.default_rng((self.seed_, 1))
         with numba_threads(self.threads):
             return fitting.run("pmf", data, rng, self.get_params())
@@ -283,7 +290,12 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         held = np.add.outer(np.arange(data.Y.shape[0]), np.arange(data.Y.shape[1])) % 2 == 1
         if not held.any():  # a single cell: nothing left to infer from, score it in sample
             held = ~held
-        fold = self._fold_in(FitData(data.Y, data.alpha, held, {}))
+        fold = self._fold_in(FitData(data.Y, data.alpha, held, {}, data.mechanism))
+        if data.mechanism != "geometric":  # ln p(y~ | mu) = ln Z - mu of the walk
+            from lppf import noise_conditional as nc
+
+            log_z = nc.local(data.Y, nc.fit_tables(data), fold.mu_hat, ~held)[2]
+            return float((log_z - fold.mu_hat[held].sum()) / held.sum())
         alpha_DV = np.broadcast_to(data.alpha, data.Y.shape)
         return float(np.mean(privatized_logpmf(data.Y[held], fold.mu_hat[held],
                                                alpha_DV[held])))

@@ -19,10 +19,21 @@ from typing import Any
 import numpy as np
 
 from lppf.fitting import DEFAULTS, check_settings
-from lppf.validation import INFERENCES, METHODS, MODELS, PRIOR_RANGE, PRIVATE_METHODS, InputError
+from lppf.validation import (
+    INFERENCES,
+    METHODS,
+    MODELS,
+    NOISE_PARAMS,
+    PRIOR_RANGE,
+    PRIVATE_METHODS,
+    InputError,
+)
 
 # privacy grid kind -> prefix of its grid point names (alpha-0.5, epsn-1, ...)
 GRID_PREFIX = {"alpha": "alpha", "eps_n": "epsn", "eps_mean": "epsmean", "beta_mean": "beta"}
+# the mechanism grid (experiment M1): for each mechanism, levels matched in (epsilon, delta) at
+# precision N, or in noise variance; grid point names like geometric-eps-1, skellam-var-4
+MATCH_PREFIX = {"epsilon": "eps", "variance": "var"}
 # figures of an experiment, from what it measures (each drawn by workflow/scripts/figures.py)
 FIGURES_BY_TRUTH = {"rescale": ["kl_vs_privacy"], "blocks": ["topics", "topic_error_vs_privacy"],
                     "community": ["blocks"]}
@@ -147,10 +158,52 @@ def settings(spec: Mapping[str, Any]) -> dict[str, dict]:
 
 
 def grids(spec: Mapping[str, Any]) -> dict[str, tuple[str, float]]:
-    """Privacy grid points: {name: (kind, value)}, e.g. {"alpha-0.5": ("alpha", 0.5)}."""
+    """Privacy grid points: {name: (kind, value)}, e.g. {"alpha-0.5": ("alpha", 0.5)}; a
+    mechanism grid's points are named by mechanism, match and level, e.g.
+    {"skellam-eps-1": ("epsilon", 1.0)} (:func:`mechanism_of` reads the mechanism back)."""
     privacy = spec["privacy"]
-    return {f"{prefix}-{fmt(v)}": (kind, v)
-            for kind, prefix in GRID_PREFIX.items() for v in privacy.get(kind) or []}
+    out = {f"{prefix}-{fmt(v)}": (kind, v)
+           for kind, prefix in GRID_PREFIX.items() for v in privacy.get(kind) or []}
+    for mechanism in privacy.get("mechanisms") or []:
+        out.update({f"{mechanism}-{prefix}-{fmt(v)}": (kind, v)
+                    for kind, prefix in MATCH_PREFIX.items() for v in privacy.get(kind) or []})
+    return out
+
+
+def mechanism_of(grid: str) -> str:
+    """The mechanism of a grid point: named in a mechanism grid's points, else geometric."""
+    parts = grid.rsplit("-", 2)
+    return parts[0] if len(parts) == 3 and parts[1] in MATCH_PREFIX.values() else "geometric"
+
+
+def noise_param(spec: Mapping[str, Any], grid: str) -> float:
+    """The parameter (alpha, sigma or mu) of a mechanism grid point: the one that gives the
+    grid's epsilon at the experiment's delta and precision N, or its noise variance."""
+    from lppf import mechanisms
+
+    kind, value = grids(spec)[grid]
+    mechanism, privacy = mechanism_of(grid), spec["privacy"]
+    if kind == "epsilon":
+        return float(mechanisms.matched_param(mechanism, value, privacy["delta"],
+                                              privacy["precision"]))
+    return float(mechanisms.param_for_variance(mechanism, value))
+
+
+def grid_labels(spec: Mapping[str, Any], grid: str) -> dict[str, Any]:
+    """Table columns of a grid point: its level (``{kind: value}``); for a mechanism grid
+    also the mechanism, the match, the parameter and the noise variance, and delta and N."""
+    kind, value = grids(spec)[grid]
+    labels: dict[str, Any] = {kind: value}
+    if kind in MATCH_PREFIX:
+        from lppf.mechanisms import noise_variance
+
+        mechanism, param = mechanism_of(grid), noise_param(spec, grid)
+        labels.update(mechanism=mechanism, match=kind, noise_param=param,
+                      noise_variance=float(noise_variance(mechanism, param)))
+        if kind == "epsilon":
+            labels.update(delta=spec["privacy"]["delta"],
+                          precision=spec["privacy"]["precision"])
+    return labels
 
 
 def fits(exp: str, spec: Mapping[str, Any]) -> list[dict]:
@@ -169,6 +222,8 @@ def fits(exp: str, spec: Mapping[str, Any]) -> list[dict]:
 def figures(spec: Mapping[str, Any]) -> list[str]:
     """Figure names of an experiment, from what it measures (declared here only)."""
     kind = spec["truth"]["kind"]
+    if spec["privacy"].get("mechanisms"):
+        return ["mechanisms", "rhat"]
     names = list(FIGURES_BY_TRUTH.get(kind, []))
     if kind == "data":
         names.append("heldout_by_components" if max(spec["heldout"]) else "error_vs_privacy")
@@ -264,6 +319,27 @@ def check_fits(where: str, spec: Mapping[str, Any]) -> None:
                                               **prior))
 
 
+def _check_privacy(where: str, privacy: Mapping[str, Any]) -> None:
+    """One grid: exactly one of :data:`GRID_PREFIX`'s kinds, or mechanisms with epsilon
+    and/or variance levels."""
+    kinds = [k for k in GRID_PREFIX if privacy.get(k)]
+    matched = [k for k in MATCH_PREFIX if privacy.get(k)]
+    if privacy.get("mechanisms"):
+        if kinds or not matched:
+            raise ConfigError(f"{where}.privacy: mechanisms take levels epsilon and/or "
+                              f"variance, and none of {', '.join(GRID_PREFIX)} "
+                              f"(found {', '.join(kinds + matched) or 'none'})")
+        if len(set(privacy["mechanisms"])) != len(privacy["mechanisms"]):
+            raise ConfigError(f"{where}.privacy.mechanisms: {privacy['mechanisms']} repeat")
+        kinds = matched
+    elif matched or len(kinds) != 1:
+        raise ConfigError(f"{where}.privacy: exactly one of {', '.join(GRID_PREFIX)} "
+                          f"must be given, or mechanisms with epsilon and/or variance "
+                          f"(found {', '.join(kinds + matched) or 'none'})")
+    for kind in kinds:
+        _check_levels(where, kind, privacy[kind])
+
+
 def _check_levels(where: str, kind: str, values: list[float]) -> None:
     """Privacy levels as written in file names must be distinct and valid levels."""
     if len({fmt(v) for v in values}) != len(values):
@@ -292,10 +368,24 @@ def _words(where: str, text: str) -> list[str]:
         raise ConfigError(f"{where}: {text!r}: {exc}") from None
 
 
+def mechanism_args(spec: Mapping[str, Any], grid: str) -> str:
+    """Options of `lppf privatize` for a mechanism grid point: the guarantee, which the
+    privatized file then states (epsilon, precision and, but for the geometric, delta), or
+    the parameter of the matched noise variance."""
+    kind, value = grids(spec)[grid]
+    mechanism, privacy = mechanism_of(grid), spec["privacy"]
+    if kind == "variance":
+        return f"--mechanism {mechanism} --{NOISE_PARAMS[mechanism]} {noise_param(spec, grid)!r}"
+    delta = "" if mechanism == "geometric" else f" --delta {privacy['delta']}"
+    return f"--mechanism {mechanism} --epsilon {value} --precision {privacy['precision']}{delta}"
+
+
 def noise_args(spec: Mapping[str, Any], grid: str) -> tuple[str, str]:
     """Options of `lppf privatize` and of `lppf simulate noise-level` (empty: no such job)
     for one privacy grid point; per-row levels are read from the noise-level file."""
     kind, value = grids(spec)[grid]
+    if kind in MATCH_PREFIX:
+        return mechanism_args(spec, grid), ""
     if kind == "alpha":
         return f"--alpha {value}", ""
     if kind == "eps_n":
@@ -362,11 +452,7 @@ def check_config(config: Mapping[str, Any], experiments: list[str] | None = None
             for value in spec[key]:
                 if value not in allowed:
                     raise ConfigError(f"{where}.{key}: {value!r} is not one of {allowed}")
-        kinds = [k for k in GRID_PREFIX if spec["privacy"].get(k)]
-        if len(kinds) != 1:
-            raise ConfigError(f"{where}.privacy: exactly one of {', '.join(GRID_PREFIX)} "
-                              f"must be given (found {', '.join(kinds) or 'none'})")
-        _check_levels(where, kinds[0], spec["privacy"][kinds[0]])
+        _check_privacy(where, spec["privacy"])
         e0 = spec["truth"].get("e0") or []
         if len({fmt(v) for v in e0}) != len(e0):
             raise ConfigError(f"{where}.truth.e0: values {e0} repeat once written as labels")

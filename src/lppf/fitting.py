@@ -24,7 +24,7 @@ import numpy as np
 
 from lppf.io import NAME_KEYS, load_json_entry, load_npz, npz_writer, require_key, write_files
 from lppf.results import FACTORS, SECONDS, FitResult
-from lppf.validation import FitData, InputError, check_params, fit_data
+from lppf.validation import FitData, InputError, check_mechanism, check_params, fit_data
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class Settings:
     threads: int | None = None  # numba threads; None: numba's default
     verbose: bool = False  # progress bar
     alpha: Any = None  # noise level used when fit/transform/score get no ``alpha``
+    mechanism: str = "geometric"  # the noise of the data; ``alpha`` holds its parameter
 
     @classmethod
     def of(cls, params: dict[str, Any]) -> Settings:
@@ -77,7 +78,9 @@ def check(model: str, params: dict[str, Any], Y: Any, alpha: Any, mask: Any,
 
 def check_settings(params: dict[str, Any]) -> None:
     """Validate the settings ``params`` (:func:`lppf.validation.check_params`)."""
-    check_params(**{k: v for k, v in params.items() if k not in ("verbose", "alpha")})
+    check_params(**{k: v for k, v in params.items()
+                    if k not in ("verbose", "alpha", "mechanism")})
+    check_mechanism(params.get("mechanism", "geometric"))
 
 
 def check_data(model: str, params: dict[str, Any], Y: Any, alpha: Any, mask: Any,
@@ -86,7 +89,8 @@ def check_data(model: str, params: dict[str, Any], Y: Any, alpha: Any, mask: Any
     n_saved = (max((int(params["max_iter"]) - int(params["burnin"])) // int(params["thin"]), 1)
                * int(params["n_chains"]) if params["inference"] == "mcmc" else 1)
     return fit_data(model, params["method"], Y, alpha, mask, fix,
-                    n_components=params["n_components"], n_saved=n_saved)
+                    n_components=params["n_components"], n_saved=n_saved,
+                    mechanism=params.get("mechanism", "geometric"))
 
 
 def draw_seed(random_state: int | np.random.Generator | None) -> int:
@@ -122,7 +126,8 @@ def config(model: str, params: dict[str, Any], seed: int | None, threads: int | 
 class Fit:
     """A finished fit: its settings, the backend's result, the seed and numba threads used,
     the wall time in seconds, the noise level fitted (``alpha``, 2-d as in
-    :class:`~lppf.validation.FitData`; None for nonprivate) and the row and column names
+    :class:`~lppf.validation.FitData`: the parameter of the mechanism in
+    ``params["mechanism"]``; None for nonprivate) and the row and column names
     (``names``: ``rows``, ``columns``, string arrays) when known."""
 
     model: str

@@ -33,7 +33,14 @@ from typing import IO, Any
 
 import numpy as np
 
-from lppf.validation import InputError, check_sparse, reason
+from lppf.validation import (
+    MECHANISMS,
+    NOISE_PARAMS,
+    InputError,
+    check_noise,
+    check_sparse,
+    reason,
+)
 
 PathLike = str | os.PathLike[str]
 
@@ -97,6 +104,36 @@ def _sparse(path: Path, data: dict[str, Any]) -> Any:
     except _READ_ERRORS as exc:
         raise InputError(f"{path}: not a readable sparse matrix ({reason(exc)})") from None
     return check_sparse(matrix, str(path))
+
+
+# -- the noise of a privatized file: key ``mechanism`` (absent: "geometric", the files of
+# earlier versions) and the parameter under its name (``alpha``, ``sigma`` or ``mu``)
+
+
+def noise_entries(mechanism: str, param: Any) -> dict[str, np.ndarray]:
+    """The entries that record the noise of a privatized file."""
+    return {"mechanism": np.array(mechanism), NOISE_PARAMS[mechanism]: np.asarray(
+        param, dtype=np.float64)}
+
+
+def read_noise(data: Mapping[str, Any], path: PathLike,
+               shape: tuple[int, ...] | None = None) -> tuple[str | None, np.ndarray | None]:
+    """(mechanism, parameter) recorded in ``data``, the arrays of the privatized file at
+    ``path``: mechanism None when the file names none and holds no ``alpha`` (noise given
+    elsewhere), parameter None when absent; checked for counts of ``shape``."""
+    if "mechanism" in data:
+        mechanism = str(np.asarray(data["mechanism"]))
+        if mechanism not in MECHANISMS:
+            raise InputError(f"{path}: key 'mechanism' is {_short(mechanism)!r}, not one of "
+                             f"{', '.join(MECHANISMS)}")
+    elif "alpha" in data:
+        mechanism = "geometric"
+    else:
+        return None, None
+    key = NOISE_PARAMS[mechanism]
+    if key not in data:
+        return mechanism, None
+    return mechanism, check_noise(mechanism, data[key], shape, name=f"{path}: {key}")
 
 
 # -- reading users' count matrices

@@ -1,14 +1,19 @@
-"""The two-sided geometric mechanism: ``y~ = y + tau``, ``tau ~ 2Geo(alpha)``.
+"""The release mechanisms: ``y~ = y + tau`` with integer noise ``tau`` iid per cell.
 
-``P(tau) = (1 - alpha)/(1 + alpha) alpha^|tau|`` for integer ``tau`` and ``0 <= alpha < 1``.
-Noise is sampled exactly as the difference of two iid geometric counts on {0, 1, ...} with
-``P(g = k) = (1 - alpha) alpha^k``. With ``alpha = exp(-epsilon / N)`` the mechanism is
-``(N, epsilon)``-limited-precision locally private: neighbouring inputs ``|y - y'| <= N`` change
-the log-likelihood of any output by at most ``epsilon = N ln(1/alpha)``.
+``MECHANISMS``: ``"geometric"`` (the two-sided geometric, the paper's), ``"discrete-gaussian"``
+and ``"skellam"``; their laws are in :mod:`lppf.noise`, their guarantees in :mod:`lppf.privacy`
+(re-exported here: :func:`privacy`, :func:`matched_param`, :func:`noise_variance`,
+:func:`param_for_variance`).
 
-``alpha`` is a scalar, one value per row (shape ``(n_rows,)`` or ``(n_rows, 1)``: per
-document or per actor), or one value per cell (the shape of ``Y``); any shape broadcastable
-to ``Y`` is accepted, a 1-d array always meaning one value per row.
+Geometric: ``P(tau) = (1 - alpha)/(1 + alpha) alpha^|tau|`` for integer ``tau`` and
+``0 <= alpha < 1``. Noise is sampled exactly as the difference of two iid geometric counts on
+{0, 1, ...} with ``P(g = k) = (1 - alpha) alpha^k``. With ``alpha = exp(-epsilon / N)`` the
+mechanism is ``(N, epsilon)``-limited-precision locally private: neighbouring inputs
+``|y - y'| <= N`` change the log-likelihood of any output by at most ``epsilon = N ln(1/alpha)``.
+
+The noise parameter (alpha, sigma or mu) is a scalar, one value per row (shape ``(n_rows,)``
+or ``(n_rows, 1)``: per document or per actor), or one value per cell (the shape of ``Y``);
+any shape broadcastable to ``Y`` is accepted, a 1-d array always meaning one value per row.
 """
 
 from __future__ import annotations
@@ -18,10 +23,16 @@ import os
 
 import numpy as np
 
+from lppf import noise
+from lppf.privacy import matched_param, noise_variance, param_for_variance, privacy
 from lppf.validation import (
+    MECHANISMS,
+    NOISE_PARAMS,
     InputError,
     as_count_matrix,
     check_alpha,
+    check_mechanism,
+    check_noise,
     check_seed,
     real_array,
 )
@@ -73,8 +84,12 @@ def privacy_statement(alpha, epsilon=None, precision=None) -> str:
     return f"(N, epsilon)-limited-precision local privacy for {where}: {text}"
 
 
-def noise_logpmf(tau, alpha) -> np.ndarray:
-    """log P(tau) = log((1 - alpha)/(1 + alpha)) + |tau| log(alpha) of 2Geo(alpha), broadcast."""
+def noise_logpmf(tau, alpha, mechanism: str = "geometric") -> np.ndarray:
+    """log P(tau) of the noise, broadcast: ``log((1 - alpha)/(1 + alpha)) + |tau| log(alpha)``
+    of 2Geo(alpha), or of the discrete Gaussian or Skellam noise with parameter ``alpha``
+    (sigma or mu; :func:`lppf.noise.logpmf`)."""
+    if mechanism != "geometric":
+        return noise.logpmf(mechanism, tau, check_noise(mechanism, alpha))
     from scipy import special  # here, so that importing this module stays cheap
 
     alpha = check_alpha(alpha)
@@ -141,22 +156,83 @@ def _noise_opendp(dp, alpha: np.ndarray, chunk: int = 2**20) -> np.ndarray:
     return tau
 
 
-def noise_sampler() -> str:
-    """The sampler of secure noise on this installation: ``"opendp"`` (OpenDP's exact
-    discrete Laplace, ``pip install 'lppf[secure]'``) or ``"inversion"`` (53-bit uniforms
-    from ``os.urandom``, inverted; exact up to the 2^-53 grid)."""
+def noise_sampler(mechanism: str = "geometric") -> str:
+    """The sampler of secure noise of ``mechanism`` on this installation: ``"opendp"``
+    (OpenDP's exact discrete Laplace or discrete Gaussian samplers, ``pip install
+    'lppf[secure]'``) or ``"inversion"`` (53-bit uniforms from ``os.urandom``, inverted;
+    exact up to the 2^-53 grid, and for the discrete Gaussian up to the rounding of exp); the
+    Skellam noise is always ``"inversion"`` of the Poisson cdf."""
+    if mechanism == "skellam":
+        return "inversion"
     return "opendp" if _opendp() is not None else "inversion"
 
 
-def privatize(Y, alpha, rng=None, secure: bool | None = None, *, return_info: bool = False):
-    """Return ``Y + tau`` (dense int64, may be negative), ``tau ~ 2Geo(alpha)`` iid per cell.
+def _dg_opendp(dp, sigma: np.ndarray, chunk: int = 2**20) -> np.ndarray:
+    """Discrete Gaussian noise from OpenDP's exact sampler (integer arithmetic on
+    operating-system randomness), one measurement per distinct sigma."""
+    tau = np.zeros(sigma.shape, dtype=np.int64)
+    domain = dp.vector_domain(dp.atom_domain(T="i64"))
+    for s in np.unique(sigma[sigma > 0]):
+        gaussian = dp.m.make_gaussian(domain, dp.l2_distance(T="i64"), scale=float(s))
+        where = np.flatnonzero(sigma == s)
+        for start in range(0, where.size, chunk):
+            cells = where[start:start + chunk]
+            tau.flat[cells] = gaussian([0] * cells.size)
+    return tau
+
+
+def _skellam_secure(mu: np.ndarray) -> np.ndarray:
+    """Skellam noise, the difference of two Poisson(mu) counts, each by inverting scipy's
+    Poisson cdf at a 53-bit uniform from ``os.urandom`` (exact up to the 2^-53 grid of the
+    uniform and the double-precision rounding of the cdf)."""
+    from scipy import stats
+
+    def poisson():
+        bits = np.frombuffer(os.urandom(8 * mu.size), dtype=np.uint64) >> np.uint64(11)
+        u = ((bits.astype(float) + 0.5) * _U53).reshape(mu.shape)  # in (0, 1)
+        return stats.poisson.ppf(u, mu).astype(np.int64)
+
+    return np.where(mu > 0, poisson() - poisson(), 0)
+
+
+def _secure_noise(mechanism: str, param: np.ndarray) -> tuple[np.ndarray, str]:
+    """Secure noise of ``mechanism`` (param broadcast to the counts) and its sampler."""
+    sampler = noise_sampler(mechanism)
+    dp = _opendp() if sampler == "opendp" else None
+    if mechanism == "geometric":
+        tau = _noise_inversion(param) if dp is None else _noise_opendp(dp, param)
+    elif mechanism == "discrete-gaussian":
+        tau = (noise.discrete_gaussian(param, _secure_uniform) if dp is None
+               else _dg_opendp(dp, param))
+    else:
+        tau = _skellam_secure(param)
+    return tau, sampler
+
+
+def _noise_param(mechanism: str, alpha, sigma, mu, shape) -> np.ndarray:
+    """The one parameter of ``mechanism`` among alpha, sigma and mu, checked for ``shape``."""
+    given = {"alpha": alpha, "sigma": sigma, "mu": mu}
+    name = NOISE_PARAMS[mechanism]
+    extra = [k for k, v in given.items() if v is not None and k != name]
+    if extra:
+        raise InputError(f"mechanism {mechanism!r} takes {name}, not {', '.join(extra)}")
+    if given[name] is None:
+        raise InputError(f"mechanism {mechanism!r} needs {name}")
+    return check_noise(mechanism, given[name], shape)
+
+
+def privatize(Y, alpha=None, rng=None, secure: bool | None = None, *,
+              mechanism: str = "geometric", sigma=None, mu=None, return_info: bool = False):
+    """Return ``Y + tau`` (dense int64, may be negative), ``tau`` iid per cell from the noise
+    of ``mechanism``: 2Geo(alpha), the discrete Gaussian with parameter sigma, or Skellam
+    noise, the difference of two Poisson(mu) counts.
 
     Parameters
     ----------
     Y : array-like, sparse matrix or pandas.DataFrame of shape (n_rows, n_cols)
         Non-negative integer counts; a DataFrame's index and columns are kept.
     alpha : float or array-like
-        Noise level in [0, ``ALPHA_MAX``]: a scalar, one per row (``(n_rows,)`` or
+        Geometric noise level in [0, ``ALPHA_MAX``]: a scalar, one per row (``(n_rows,)`` or
         ``(n_rows, 1)``), or any shape broadcastable to ``Y`` (e.g. one per column or per
         cell); ``alpha = 0`` adds no noise.
     rng : int, numpy.random.Generator or None, default=None
@@ -165,6 +241,10 @@ def privatize(Y, alpha, rng=None, secure: bool | None = None, *, return_info: bo
         reproducible, for simulations only: whoever knows the seed can subtract the noise.
     secure : bool or None, default=None
         None: secure unless ``rng`` is given. True refuses ``rng``; False requires it.
+    mechanism : {"geometric", "discrete-gaussian", "skellam"}, default="geometric"
+    sigma, mu : float or array-like
+        The parameter of the discrete Gaussian (sigma >= 0) or of the Skellam noise (mu >= 0,
+        the mean of each Poisson draw; variance 2 mu), shaped as ``alpha``.
     return_info : bool, default=False
         Also return how the noise was drawn.
 
@@ -173,16 +253,20 @@ def privatize(Y, alpha, rng=None, secure: bool | None = None, *, return_info: bo
     Y_noisy : ndarray of shape (n_rows, n_cols) or pandas.DataFrame
         The privatized counts.
     info : dict
-        Only with ``return_info``: ``source`` ("secure" or "seeded") and ``sampler``
-        ("opendp", "inversion" or "numpy"; see :func:`noise_sampler`).
+        Only with ``return_info``: ``source`` ("secure" or "seeded"), ``sampler``
+        ("opendp", "inversion" or "numpy"; see :func:`noise_sampler`), ``mechanism`` and
+        the parameter under its name (``alpha``, ``sigma`` or ``mu``).
 
     Notes
     -----
-    Secure noise comes from OpenDP's exact discrete Laplace sampler when OpenDP is installed
-    (``lppf[secure]``), else by inverting 53-bit uniforms from ``os.urandom``, whose only
-    deviation from the exact law is the 2^-53 grid (``|tau|`` capped at
-    ``53 ln 2 / ln(1/alpha)``, an event of probability below 2^-53 per cell).
+    Secure geometric and discrete-Gaussian noise comes from OpenDP's exact samplers when
+    OpenDP is installed (``lppf[secure]``), else by inverting 53-bit uniforms from
+    ``os.urandom`` (geometric: exact up to the 2^-53 grid, ``|tau|`` capped at
+    ``53 ln 2 / ln(1/alpha)``, an event of probability below 2^-53 per cell; discrete
+    Gaussian: the rejection sampler of :func:`lppf.noise.discrete_gaussian` on them). Secure
+    Skellam noise inverts scipy's Poisson cdf at such uniforms.
     """
+    check_mechanism(mechanism)
     if secure is None:
         secure = rng is None
     if secure and rng is not None:
@@ -192,19 +276,27 @@ def privatize(Y, alpha, rng=None, secure: bool | None = None, *, return_info: bo
                          "for simulations; leave both out to release real data")
     frame = Y if hasattr(Y, "columns") and hasattr(Y, "index") else None
     Y = as_count_matrix(Y)
-    alpha = check_alpha(alpha, Y.shape)
+    param = _noise_param(mechanism, alpha, sigma, mu, Y.shape)
     if secure:
-        alpha = np.ascontiguousarray(np.broadcast_to(alpha, Y.shape))
-        dp = _opendp()
-        sampler = "inversion" if dp is None else "opendp"
-        tau = _noise_inversion(alpha) if dp is None else _noise_opendp(dp, alpha)
-    else:
+        tau, sampler = _secure_noise(mechanism, np.ascontiguousarray(
+            np.broadcast_to(param, Y.shape)))
+    elif mechanism == "geometric":  # the draws of earlier versions, kept for their seeds
         sampler = "numpy"
         rng = _generator(rng)
-        tau = _geometric_seeded(rng, alpha, Y.shape) - _geometric_seeded(rng, alpha, Y.shape)
+        tau = (_geometric_seeded(rng, param, Y.shape)
+               - _geometric_seeded(rng, param, Y.shape))
+    else:
+        sampler = "numpy"
+        tau = noise.sample(mechanism, np.broadcast_to(param, Y.shape), _generator(rng))
     Y_noisy = Y + tau
     if frame is not None:  # a DataFrame keeps its row and column names
         Y_noisy = type(frame)(Y_noisy, index=frame.index, columns=frame.columns)
     if return_info:
-        return Y_noisy, {"source": "secure" if secure else "seeded", "sampler": sampler}
+        return Y_noisy, {"source": "secure" if secure else "seeded", "sampler": sampler,
+                         "mechanism": mechanism, NOISE_PARAMS[mechanism]: param}
     return Y_noisy
+
+
+__all__ = ["MECHANISMS", "alpha_to_epsilon", "epsilon_to_alpha", "matched_param",
+           "noise_logpmf", "noise_sampler", "noise_variance", "param_for_variance", "privacy",
+           "privacy_statement", "privatize"]

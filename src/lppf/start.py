@@ -46,7 +46,9 @@ import math
 
 import numpy as np
 
+from lppf import noise_conditional
 from lppf.expectations import collapsed_local
+from lppf.noise_conditional import fit_tables
 from lppf.validation import PRIVATE_METHODS, FitData
 
 # independent EM runs per chain (the best by the observed-data log likelihood is kept):
@@ -136,6 +138,9 @@ def observed_loglik(data: FitData, method: str, mu_DV: np.ndarray) -> tuple[floa
 
     Private methods: ``ln p(y~ | mu)`` and ``E[y | y~, mu]``; else the Poisson log
     likelihood of the fixed counts and those counts."""
+    if method in PRIVATE_METHODS and data.mechanism != "geometric":
+        Ey, _, log_z = noise_conditional.local(data.Y, fit_tables(data), mu_DV, data.mask)
+        return log_z - float(mu_DV[~data.mask].sum()), Ey
     if method in PRIVATE_METHODS:
         alpha = np.ascontiguousarray(np.broadcast_to(data.alpha, data.Y.shape), dtype=np.float64)
         Ey, log_z = collapsed_local(data.Y, alpha, mu_DV, data.mask)

@@ -24,6 +24,8 @@ METHODS = ("private", "private-collapsed", "naive", "nonprivate")
 PRIVATE_METHODS = ("private", "private-collapsed")  # methods with latent true counts
 INFERENCES = ("mcmc", "cavi")
 MODELS = ("pmf", "community")
+MECHANISMS = ("geometric", "discrete-gaussian", "skellam")  # additive integer noise
+NOISE_PARAMS = {"geometric": "alpha", "discrete-gaussian": "sigma", "skellam": "mu"}
 
 
 class InputError(ValueError):
@@ -82,19 +84,54 @@ def check_alpha(alpha, shape: tuple[int, ...] | None = None, name: str = "alpha"
     if np.any(alpha > ALPHA_MAX):
         raise InputError(f"{name} = {float(alpha.max())!r} is too close to 1: its noise would "
                          f"exceed the count limit 2**31 (at most 1 - 2**-26)")
-    if shape is None:
-        return alpha
-    if alpha.ndim == 1:
-        alpha = alpha[:, None]
+    return alpha if shape is None else _broadcastable(alpha, shape, name)
+
+
+def _broadcastable(value: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """``value`` (a 1-d one made a column: one value per row), checked to broadcast to
+    ``shape``."""
+    if value.ndim == 1:
+        value = value[:, None]
     try:
-        if np.broadcast_shapes(alpha.shape, shape) != tuple(shape):
+        if np.broadcast_shapes(value.shape, shape) != tuple(shape):
             raise ValueError
     except ValueError:
         raise InputError(
-            f"{name}: shape {alpha.shape} does not match counts of shape {tuple(shape)} "
+            f"{name}: shape {value.shape} does not match counts of shape {tuple(shape)} "
             "(use a scalar, one value per row or one per cell)"
         ) from None
-    return alpha
+    return value
+
+
+# Largest sigma (discrete Gaussian) and mu (Skellam, the mean of each Poisson draw) whose noise
+# stays far within the count limit: 2**31 is more than 128 standard deviations away.
+SIGMA_MAX = 2.0**24
+SKELLAM_MU_MAX = 2.0**40
+
+
+def check_mechanism(mechanism: Any) -> str:
+    """A mechanism name, one of :data:`MECHANISMS`."""
+    if mechanism not in MECHANISMS:
+        raise InputError(f"mechanism must be one of {', '.join(MECHANISMS)}, got "
+                         f"{mechanism!r}", "mechanism")
+    return mechanism
+
+
+def check_noise(mechanism: str, value, shape: tuple[int, ...] | None = None,
+                name: str | None = None) -> np.ndarray:
+    """The noise parameter of ``mechanism`` checked as :func:`check_alpha` checks alpha:
+    ``alpha`` in [0, 1) (geometric), ``sigma`` in [0, ``SIGMA_MAX``] (discrete Gaussian) or
+    ``mu`` in [0, ``SKELLAM_MU_MAX``] (Skellam); 0 means no noise."""
+    check_mechanism(mechanism)
+    name = name or NOISE_PARAMS[mechanism]
+    if mechanism == "geometric":
+        return check_alpha(value, shape, name)
+    top = SIGMA_MAX if mechanism == "discrete-gaussian" else SKELLAM_MU_MAX
+    value = real_array(value, name)
+    bad = ~(np.isfinite(value) & (value >= 0) & (value <= top))
+    if np.any(bad):
+        raise InputError(f"{name} must lie in [0, {top:g}], got {float(value[bad].flat[0])!r}")
+    return value if shape is None else _broadcastable(value, shape, name)
 
 
 def check_sparse(Y: Any, name: str = "Y") -> Any:
@@ -164,12 +201,15 @@ class FitData:
     mask : (n_rows, n_cols) bool, True = held out (contributes nothing). For the community
         model the diagonal is always held out.
     fix : factors held at given values, e.g. ``{"phi": Phi_KV}``.
+    mechanism : the noise of the release, one of :data:`MECHANISMS`; ``alpha`` then holds
+        its parameter (:data:`NOISE_PARAMS`): alpha, sigma or mu, 0 for a noiseless cell.
     """
 
     Y: np.ndarray
     alpha: np.ndarray
     mask: np.ndarray
     fix: dict[str, np.ndarray] = field(default_factory=dict)
+    mechanism: str = "geometric"
 
 
 PRIOR_RANGE = (1e-8, 1e8)  # gamma prior shapes and rates outside it are degenerate
@@ -249,12 +289,14 @@ def factor_shapes(model: str, shape: tuple[int, int], n_components: int
     return {"theta": (shape[0], K), "pi": (K, K)}
 
 
-def _alpha(alpha: Any, shape: tuple[int, int]) -> np.ndarray:
-    """alpha as a 2-d float64 array of shape (1, 1), (n_rows, 1) or ``shape``. Any shape
-    :func:`check_alpha` accepts for ``shape`` (what the mechanism accepts) is accepted; one
-    that is none of these three, e.g. (1, n_cols), is broadcast to ``shape``."""
+def _alpha(alpha: Any, shape: tuple[int, int], mechanism: str = "geometric") -> np.ndarray:
+    """alpha (the noise parameter of ``mechanism``) as a 2-d float64 array of shape (1, 1),
+    (n_rows, 1) or ``shape``. Any shape :func:`check_alpha` accepts for ``shape`` (what the
+    mechanism accepts) is accepted; one that is none of these three, e.g. (1, n_cols), is
+    broadcast to ``shape``."""
+    name = NOISE_PARAMS[mechanism]
     try:
-        alpha = np.array(check_alpha(alpha), dtype=np.float64)
+        alpha = np.array(check_noise(mechanism, alpha), dtype=np.float64)
     except InputError as exc:
         raise InputError(str(exc), "alpha") from None
     column = alpha[:, None] if alpha.ndim == 1 else alpha
@@ -263,7 +305,7 @@ def _alpha(alpha: Any, shape: tuple[int, int]) -> np.ndarray:
     except ValueError:
         fits = False
     if not fits:
-        raise InputError(f"alpha: shape {alpha.shape} does not fit counts of shape {shape} "
+        raise InputError(f"{name}: shape {alpha.shape} does not fit counts of shape {shape} "
                          "(use a scalar, one value per row or one per cell)", "alpha")
     if column.ndim < 2:
         return column.reshape(1, 1)
@@ -339,7 +381,8 @@ def _check_memory(model: str, shape: tuple[int, int], n_components: int, n_saved
 
 
 def fit_data(model: str, method: str, Y: Any, alpha: Any = None, mask: Any = None,
-             fix: dict | None = None, *, n_components: int, n_saved: int = 1) -> FitData:
+             fix: dict | None = None, *, n_components: int, n_saved: int = 1,
+             mechanism: str = "geometric") -> FitData:
     """Check and assemble the data of a fit.
 
     Parameters
@@ -362,6 +405,10 @@ def fit_data(model: str, method: str, Y: Any, alpha: Any = None, mask: Any = Non
     n_components : int
     n_saved : int, default=1
         Samples an MCMC fit keeps (for the memory estimate).
+    mechanism : str, default="geometric"
+        The noise of the release (:data:`MECHANISMS`); ``alpha`` is then its parameter:
+        sigma of the discrete Gaussian, mu (each Poisson's mean) of the Skellam noise.
+        ``private`` (Bessel augmentation) needs the geometric mechanism.
 
     Returns
     -------
@@ -383,9 +430,15 @@ def fit_data(model: str, method: str, Y: Any, alpha: Any = None, mask: Any = Non
         if Y.shape[0] < 2:
             raise InputError("Y: the community model needs at least 2 actors, got "
                              "n_samples = 1", "Y")
+    check_mechanism(mechanism)
+    if method == "private" and mechanism != "geometric":
+        raise InputError(f"method 'private' (Bessel augmentation) needs the geometric "
+                         f"mechanism, got {mechanism!r}: use 'private-collapsed'", "method")
     if method in PRIVATE_METHODS and alpha is None:
-        raise InputError(f"alpha is required for method {method!r}", "alpha")
-    alpha = np.zeros((1, 1)) if alpha is None or not private else _alpha(alpha, Y.shape)
+        raise InputError(f"{NOISE_PARAMS[mechanism]} is required for method {method!r}",
+                         "alpha")
+    alpha = (np.zeros((1, 1)) if alpha is None or not private
+             else _alpha(alpha, Y.shape, mechanism))
     mask = _mask(mask, Y.shape)
     if model == "community":
         np.fill_diagonal(mask, True)
@@ -394,11 +447,15 @@ def fit_data(model: str, method: str, Y: Any, alpha: Any = None, mask: Any = Non
     noiseless = np.broadcast_to(alpha == 0, Y.shape) & (Y < 0) & ~mask
     if method != "naive" and noiseless.any():
         d, v = np.argwhere(noiseless)[0]
-        raise InputError(f"Y[{d}, {v}] = {Y[d, v]} < 0 in a cell with alpha = 0 (no noise)", "Y")
+        raise InputError(f"Y[{d}, {v}] = {Y[d, v]} < 0 in a cell with "
+                         f"{NOISE_PARAMS[mechanism]} = 0 (no noise)", "Y")
     _check_memory(model, Y.shape, int(n_components), n_saved)
-    return FitData(Y, alpha, mask, _fix(model, fix, Y.shape, n_components))
+    return FitData(Y, alpha, mask, _fix(model, fix, Y.shape, n_components),
+                   mechanism if private else "geometric")
 
 
-__all__ = ["ALPHA_MAX", "COUNT_LIMIT", "INFERENCES", "METHODS", "MODELS", "PRIVATE_METHODS",
-           "SEED_LIMIT", "FitData", "InputError", "as_count_matrix", "check_alpha", "check_params",
-           "check_seed", "check_sparse", "factor_shapes", "fit_data", "real_array"]
+__all__ = ["ALPHA_MAX", "COUNT_LIMIT", "INFERENCES", "MECHANISMS", "METHODS", "MODELS",
+           "NOISE_PARAMS", "PRIVATE_METHODS", "SEED_LIMIT", "SIGMA_MAX", "SKELLAM_MU_MAX",
+           "FitData", "InputError", "as_count_matrix", "check_alpha", "check_mechanism",
+           "check_noise", "check_params", "check_seed", "check_sparse", "factor_shapes",
+           "fit_data", "real_array"]

@@ -48,7 +48,7 @@ wildcard_constraints:
     exp="[a-z][a-z0-9]*",
     dataset="[A-Za-z0-9_]+",
     setting="[A-Za-z0-9._-]+",
-    grid="(alpha|epsn|epsmean|beta)-[0-9.]+|true",
+    grid="(alpha|epsn|epsmean|beta)-[0-9.]+|true|[a-z-]+-(eps|var)-[0-9.]+",
     rep=r"\d+",
     K=r"\d+",
     model="|".join(MODELS),
@@ -247,7 +247,9 @@ def get_evaluate_inputs(wildcards):
         "mask": get_mask(wildcards),
         "privatized": [],
     }
-    if wildcards.method in PRIVATE_METHODS and wildcards.inference == "mcmc":
+    # coverage90: the posterior of y under the geometric mechanism's noise (lppf.metrics)
+    geometric = grid.mechanism_of(wildcards.grid) == "geometric"
+    if wildcards.method in PRIVATE_METHODS and wildcards.inference == "mcmc" and geometric:
         inputs["privatized"] = fill(PRIVATIZED, wildcards)
     return inputs
 
@@ -286,8 +288,7 @@ def evaluate_args(wildcards):
         }
     )
     if wildcards.grid != "true":
-        kind, value = grids(wildcards.exp)[wildcards.grid]
-        labels[kind] = value
+        labels.update(grid.grid_labels(spec, wildcards.grid))
     label_args = " ".join(f"--label {k}={v}" for k, v in labels.items())
     return f"{args} {label_args}"
 
@@ -314,7 +315,14 @@ def enabled():
 
 def get_final_output():
     outputs = [out for exp in enabled() for out in experiment_outputs(exp)]
-    names = ("fits.csv", "summary.csv", "summary.md", "claims.csv", "claims.md")
+    names = (
+        "fits.csv",
+        "summary.csv",
+        "summary.md",
+        "claims.csv",
+        "claims.md",
+        "findings.csv",
+    )
     return outputs + [f"{R}/tables/{name}" for name in names]
 
 
@@ -356,10 +364,13 @@ def print_claims(path):
     """The scorecard's summary at the end of a run (when the run built it)."""
     import pandas as pd
 
-    from lppf import claims
+    from lppf import claims, findings
 
     if os.path.isfile(path):
         card = pd.read_csv(path)
         print(claims.summary(card))
         for _, r in card[card["verdict"] != claims.PASS].iterrows():
             print(f"  {r['verdict']}: {r['claim']} [{r['compared']}]")
+    found = os.path.join(os.path.dirname(path), "findings.csv")
+    if os.path.isfile(found) and not (card := pd.read_csv(found)).empty:
+        print(findings.summary(card))

@@ -63,6 +63,7 @@ rule claims:
         f"{R}/tables/fits.csv",
     output:
         csv=f"{R}/tables/claims.csv",
+        findings=f"{R}/tables/findings.csv",
         md=report(
             f"{R}/tables/claims.md",
             caption="../report/claims.rst",

@@ -64,6 +64,39 @@ def topic_error_vs_privacy(smk):
     return g.figure
 
 
+MATCHED = {"epsilon": "matched (epsilon, delta)", "variance": "matched noise variance"}
+LEVEL_NAMES = {"epsilon": "epsilon (at the config's delta and N)",
+               "variance": "noise variance"}
+
+
+def mechanisms(smk):
+    """M1: KL and MAE vs mu* against the matched privacy level, one colour per mechanism and
+    one line style per method; rows: matched (epsilon, delta), matched noise variance;
+    dotted: the non-private fits' mean."""
+    df = fits_table(smk)
+    names = [m for m in ("kl", "mae_mu") if m in df and df[m].notna().any()]
+    noisy, clean = df[df["grid"] != "true"], df[df["grid"] == "true"]
+    long = pd.concat([noisy[noisy["match"] == match].assign(
+        level=noisy[match], metric=METRIC_NAMES[m], value=noisy[m], matched=MATCHED[match])
+        for match in MATCHED if match in noisy and (noisy["match"] == match).any()
+        for m in names], ignore_index=True)
+    g = sns.relplot(long, x="level", y="value", hue="mechanism", style="method", row="matched",
+                    col="metric", kind="line", markers=True, errorbar="sd", err_style="bars",
+                    facet_kws={"sharex": False, "sharey": False}, height=3, aspect=1.2)
+    g.set_titles("{row_name}\n{col_name}", size=8)
+    match_of = {v: k for k, v in MATCHED.items()}
+    for (matched, metric), ax in g.axes_dict.items():
+        column = next(m for m in names if METRIC_NAMES[m] == metric)
+        if not clean.empty:
+            ax.axhline(clean[column].mean(), color="0.3", ls=":", lw=1)
+        levels = np.sort(long.loc[long["matched"] == matched, "level"].unique())
+        ax.set(xscale="log", yscale="log", xlabel=LEVEL_NAMES[match_of[matched]], ylabel=metric)
+        ax.set_xticks(levels, [f"{v:g}" for v in levels], minor=False)
+        ax.set_xticks([], minor=True)
+    g.tight_layout()
+    return g.figure
+
+
 def _metric_panels(df, x, names, **kws):
     names = [m for m in names if m in df and df[m].notna().any()]
     long = df.melt(id_vars=[c for c in df if c not in names], value_vars=names,

@@ -7,7 +7,8 @@ import pandas as pd
 from lppf.io import write_text
 
 KEYS = ["experiment", "model", "method", "inference", "fix", "K", "setting", "grid"]
-PARAMETERS = ["e0", "heldout", "alpha", "eps_n", "eps_mean", "beta_mean"]
+PARAMETERS = ["e0", "heldout", "alpha", "eps_n", "eps_mean", "beta_mean", "mechanism", "match",
+              "epsilon", "variance", "noise_variance"]
 METRICS = ["mae_y", "mae_mu", "kl", "topic_l1", "heldout_mae", "heldout_baseline_mae", "npmi",
            "umass", "coverage90", "rhat_loglik", "rhat_mu_max", "ess_bulk_loglik",
            "ess_tail_loglik", "n_chains", "converged", "fit_seconds"]

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import special
 
+from lppf import noise_conditional
 from lppf.expectations import TINY, collapsed_refresh, private_local
 
 DENSE_FRACTION = 0.1  # share of non-zero cells above which observed counts are handled densely
@@ -90,6 +91,25 @@ class CollapsedLocal(_Local):
         return R
 
 
+class NoiseLocal(_Local):
+    """Exact optimal q(y) ∝ S^y / y! p(y~ - y) (private-collapsed) under the discrete Gaussian
+    or Skellam noise of ``noise`` (:class:`lppf.noise_conditional.Tables`), every unmasked
+    cell: E[y] and ln Z by the walk of :func:`lppf.noise_conditional.local`."""
+
+    def __init__(self, Y: np.ndarray, alpha: np.ndarray, mask: np.ndarray,
+                 noise: noise_conditional.Tables):
+        super().__init__(Y, alpha, mask)
+        self.noise = noise
+
+    def refresh(self, model, m):
+        self.slots_u = model.slots(m)
+        self.S_u = model.rate_sum(self.slots_u, None)  # floored where used
+        self.Ey, R, self.loglik = noise_conditional.local(self.Y, self.noise, self.S_u,
+                                                          self.mask)
+        self.y_hat = self.Ey
+        return R
+
+
 class BesselLocal(_Local):
     """The paper's scheme (private): mode spike for m, lambda+- factors; no tractable ELBO."""
 
@@ -119,3 +139,12 @@ class BesselLocal(_Local):
 
 LOCALS = {"nonprivate": CountsLocal, "naive": CountsLocal,
           "private-collapsed": CollapsedLocal, "private": BesselLocal}
+
+
+def make_local(method: str, Y: np.ndarray, alpha: np.ndarray, mask: np.ndarray,
+               mechanism: str = "geometric") -> _Local:
+    """The local factors of ``method`` (:data:`LOCALS`; :class:`NoiseLocal` for
+    private-collapsed under the discrete Gaussian or Skellam noise)."""
+    if method == "private-collapsed" and mechanism != "geometric":
+        return NoiseLocal(Y, alpha, mask, noise_conditional.tables(mechanism, alpha, Y))
+    return LOCALS[method](Y, alpha, mask)

@@ -10,7 +10,7 @@ import numpy as np
 
 from lppf._numba import threads as numba_threads
 from lppf._progress import progress_bar
-from lppf.cavi._local import LOCALS
+from lppf.cavi._local import make_local
 from lppf.expectations import (
     TINY,
     Moments,
@@ -161,10 +161,12 @@ def fit(model_cls, data: FitData, *, method: str, n_components: int, a0: float, 
         for _ in range(restarts):
             start = time.perf_counter()
             model = model_cls(Y, mask, n_components, a0, b0, data.fix, rng)
-            em_start(model, FitData(data.Y, alpha, mask, data.fix), method, n_components, rng)
+            em_start(model, FitData(data.Y, alpha, mask, data.fix, data.mechanism), method,
+                     n_components, rng)
             seconds["warmup"] += time.perf_counter() - start
             start = time.perf_counter()
-            run = iterate(model, LOCALS[method](Y, alpha, mask), max_iter, tol, bar)
+            local = make_local(method, Y, alpha, mask, data.mechanism)
+            run = iterate(model, local, max_iter, tol, bar)
             run.objective = (run.elbo[-1] if run.local.has_elbo else
                              plugin_loglik(data.Y, alpha, mask, model.mean_mu(model.moments())))
             runs.append(run)

@@ -1,10 +1,12 @@
 """``lppf fit``: fit Poisson factorization (topics) or the community model to counts.
 
-INPUT is the output of ``lppf privatize`` (keys ``Y_noisy``, ``alpha``) for the private and
+INPUT is the output of ``lppf privatize`` (keys ``Y_noisy``, ``mechanism`` and its parameter
+``alpha``, ``sigma`` or ``mu``; a file without ``mechanism`` is geometric) for the private and
 naive methods, or an ``.npz`` with the true counts ``Y`` for ``nonprivate``; or a table
 (``.csv``, ``.tsv``, ``.txt``) or Matrix Market file (``.mtx``) of counts, with the noise
-level given by ``--alpha`` or ``--epsilon``/``--precision``. OUTPUT gets the fit ``.npz``
-(written atomically; layout in docs/usage.md, "Output .npz").
+given by ``--alpha`` or ``--epsilon``/``--precision`` (geometric), ``--sigma`` (discrete
+Gaussian) or ``--mu`` (Skellam), ``--mechanism`` naming it when the file does not. OUTPUT
+gets the fit ``.npz`` (written atomically; layout in docs/usage.md, "Output .npz").
 """
 
 from __future__ import annotations
@@ -27,10 +29,18 @@ from lppf.io import (
     check_output,
     load_npy,
     read_counts,
-    require_key,
+    read_noise,
     write_files,
 )
-from lppf.validation import INFERENCES, METHODS, MODELS, InputError
+from lppf.validation import (
+    INFERENCES,
+    MECHANISMS,
+    METHODS,
+    MODELS,
+    NOISE_PARAMS,
+    InputError,
+    check_noise,
+)
 
 # options of one inference only: (option, attribute, inference it belongs to)
 ONLY = (("--chains", "chains", "mcmc"), ("--idata", "idata", "mcmc"),
@@ -66,8 +76,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         f"(default {DEFAULTS['tol']})")
     p.add_argument("--restarts", type=int, metavar="R",
                    help=f"CAVI restarts (default {DEFAULTS['restarts']})")
+    p.add_argument("--mechanism", choices=MECHANISMS,
+                   help="noise of INPUT when the file does not name it (default: the file's, "
+                        "else geometric)")
     p.add_argument("--alpha", type=open_unit, metavar="A",
                    help="noise level of INPUT when the file does not carry one")
+    p.add_argument("--sigma", type=positive_float, metavar="S",
+                   help="discrete Gaussian: sigma of INPUT when the file does not carry it")
+    p.add_argument("--mu", type=positive_float, metavar="U",
+                   help="Skellam: mu (each Poisson's mean) of INPUT when the file does not "
+                        "carry it")
     p.add_argument("--epsilon", type=positive_float, metavar="E",
                    help="or: privacy level of INPUT (with --precision): alpha = exp(-E / N)")
     p.add_argument("--precision", type=positive_float, metavar="N", help="see --epsilon")
@@ -108,8 +126,26 @@ def _blame(args: argparse.Namespace, exc: InputError) -> InputError:
     return InputError(f"{where}: {message}", param)
 
 
+def _flag_mechanism(args: argparse.Namespace) -> str | None:
+    """The mechanism the options name: ``--mechanism``, or the one whose parameter is given
+    (``--alpha``/``--epsilon``: geometric, ``--sigma``: discrete-gaussian, ``--mu``:
+    skellam); None when they name none. Options of two mechanisms: refused."""
+    named = {m for m, key in NOISE_PARAMS.items() if getattr(args, key) is not None}
+    if args.epsilon is not None:
+        named.add("geometric")
+    if args.mechanism is not None:
+        named.add(args.mechanism)
+    if len(named) > 1:
+        given = ", ".join(f"--{NOISE_PARAMS[m]}" for m in sorted(named))
+        raise InputError(f"options of different mechanisms ({given}"
+                         f"{', --mechanism ' + args.mechanism if args.mechanism else ''}): "
+                         "give the parameter of one")
+    return named.pop() if named else None
+
+
 def _noise_level(args: argparse.Namespace) -> float | None:
-    """``--alpha`` or ``exp(-epsilon / precision)``, or None when neither is given."""
+    """``--alpha``, ``--sigma``, ``--mu`` or ``exp(-epsilon / precision)``, or None when none
+    is given."""
     from lppf.mechanisms import epsilon_to_alpha
     from lppf.validation import check_alpha
 
@@ -120,35 +156,53 @@ def _noise_level(args: argparse.Namespace) -> float | None:
     if args.epsilon is not None:
         return float(check_alpha(epsilon_to_alpha(args.epsilon, args.precision),
                                  name="alpha = exp(-epsilon / precision)"))
+    if args.sigma is not None or args.mu is not None:
+        mechanism = "discrete-gaussian" if args.sigma is not None else "skellam"
+        value = args.sigma if args.sigma is not None else args.mu
+        return float(check_noise(mechanism, value, name=f"--{NOISE_PARAMS[mechanism]}"))
     return None if args.alpha is None else float(check_alpha(args.alpha, name="--alpha"))
 
 
-def _load_input(args: argparse.Namespace) -> tuple[object, object, dict[str, np.ndarray]]:
-    """The counts, their noise level (None for nonprivate) and their row/column names."""
+def _load_input(args: argparse.Namespace) -> tuple[object, object, str,
+                                                   dict[str, np.ndarray]]:
+    """The counts, their noise parameter (None for nonprivate), the mechanism and their
+    row/column names."""
     path, method = args.input, args.method
     data = read_counts(path)
     names = {k: data[k] for k in NAME_KEYS if k in data}
+    flagged = _flag_mechanism(args)
     given = _noise_level(args)
-    if given is not None and method == "nonprivate":
-        raise InputError("--alpha/--epsilon: method 'nonprivate' fits true counts, no noise")
+    if (given is not None or args.mechanism) and method == "nonprivate":
+        raise InputError("--alpha/--epsilon/--sigma/--mu/--mechanism: method 'nonprivate' "
+                         "fits true counts, no noise")
     if "counts" in data:  # a table or Matrix Market file: the counts the method needs
         if given is None and method != "nonprivate":
             raise InputError(f"{path}: carries no noise level; give --alpha or --epsilon "
-                             f"with --precision (or --method nonprivate for true counts)")
-        return data["counts"], given, names
+                             f"with --precision, or --sigma or --mu with --mechanism (or "
+                             f"--method nonprivate for true counts)")
+        return data["counts"], given, flagged or "geometric", names
     if method == "nonprivate":
         if "Y" not in data:
             raise InputError(f"{path}: method 'nonprivate' needs the true counts under key 'Y' "
                              f"(found: {', '.join(sorted(data)) or 'none'})")
-        return data["Y"], None, names
+        return data["Y"], None, "geometric", names
     if "Y_noisy" not in data:
         raise InputError(f"{path}: method {method!r} needs privatized counts under key "
                          f"'Y_noisy', the output of `lppf privatize` "
                          f"(found: {', '.join(sorted(data)) or 'none'})")
-    if given is not None and "alpha" in data:
-        raise InputError(f"--alpha/--epsilon: {path} carries its noise level (key 'alpha')")
-    alpha = given if given is not None else require_key(data, "alpha", path)
-    return data["Y_noisy"], alpha, names
+    recorded, param = read_noise(data, path)
+    if recorded is not None and flagged is not None and recorded != flagged:
+        raise InputError(f"--mechanism/--{NOISE_PARAMS[flagged]}: {path} was released with "
+                         f"the {recorded} mechanism (key 'mechanism')")
+    mechanism = recorded or flagged or "geometric"
+    if given is not None and param is not None:
+        key = NOISE_PARAMS[mechanism]
+        raise InputError(f"--{key}: {path} carries its noise level (key {key!r})")
+    if given is None and param is None:
+        key = NOISE_PARAMS[mechanism]
+        raise InputError(f"{path}: missing key {key!r} (the {mechanism} noise parameter); "
+                         f"give --{key}")
+    return data["Y_noisy"], given if given is not None else param, mechanism, names
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -205,7 +259,7 @@ def _threads_line(requested: int | None) -> str:
 def run(args: argparse.Namespace) -> int:
     _check_options(args)
     check_output(args.output)
-    Y, alpha, names = _load_input(args)
+    Y, alpha, mechanism, names = _load_input(args)
     mask = None if args.mask is None else load_npy(args.mask, "--mask")
     fix = {name: load_npy(path, f"--fix-{name}") for name in ("theta", "phi", "pi")
            if (path := getattr(args, f"fix_{name}")) is not None}
@@ -215,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
               "inference": args.inference, "a0": args.a0, "b0": args.b0,
               "max_iter": args.iterations,
               **{k: v for k, v in given.items() if v is not None},
-              "random_state": args.seed, "threads": args.threads,
+              "random_state": args.seed, "threads": args.threads, "mechanism": mechanism,
               "verbose": not args.quiet and sys.stderr.isatty()}
     try:  # checked before anything is printed: bad input gives one line only
         data = fitting.check(args.model, params, Y, alpha, mask, fix or None)

@@ -19,7 +19,7 @@ import numpy as np
 
 from lppf.commands._types import open_unit, positive_float
 from lppf.io import check_output, read_counts, save_npz
-from lppf.validation import InputError
+from lppf.validation import NOISE_PARAMS, InputError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,13 +32,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--epsilon", type=positive_float, metavar="E",
                    help="or: privacy level of NEW (with --precision)")
     p.add_argument("--precision", type=positive_float, metavar="N", help="see --epsilon")
-    p.set_defaults(func=run)
+    p.add_argument("--sigma", type=positive_float, metavar="S",
+                   help="discrete Gaussian noise of NEW (a fit to such a release)")
+    p.add_argument("--mu", type=positive_float, metavar="U",
+                   help="Skellam noise of NEW (a fit to such a release)")
+    p.set_defaults(func=run, mechanism=None)
 
 
-def _new_rows(args: argparse.Namespace, method: str):
-    from lppf.commands.fit import _noise_level
+def _new_rows(args: argparse.Namespace, method: str, mechanism: str):
+    from lppf.commands.fit import _flag_mechanism, _noise_level
 
     data = read_counts(args.new)
+    flagged = _flag_mechanism(args)
+    if flagged is not None and flagged != mechanism:
+        raise InputError(f"--{NOISE_PARAMS[flagged]}: the fit is to a {mechanism} release")
     given = _noise_level(args)
     key = next((k for k in ("counts", "Y_noisy" if method != "nonprivate" else "Y")
                 if k in data), None)
@@ -46,9 +53,10 @@ def _new_rows(args: argparse.Namespace, method: str):
         want = "Y" if method == "nonprivate" else "Y_noisy"
         raise InputError(f"{args.new}: a {method} fit needs new rows under key {want!r} "
                          f"(found: {', '.join(sorted(data)) or 'none'})")
-    if given is not None and "alpha" in data:
-        raise InputError(f"--alpha/--epsilon: {args.new} carries its noise level (key 'alpha')")
-    alpha = given if given is not None else data.get("alpha")
+    param = NOISE_PARAMS[mechanism]
+    if given is not None and param in data:
+        raise InputError(f"--{param}: {args.new} carries its noise level (key {param!r})")
+    alpha = given if given is not None else data.get(param)
     return data[key], alpha, data.get("rows"), data.get("columns")
 
 
@@ -72,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_output(args.output)
     model = load(args.fit)
-    Y, alpha, rows, columns = _new_rows(args, model.method)
+    Y, alpha, rows, columns = _new_rows(args, model.method, model.mechanism)
     try:
         theta = model.transform(_named(Y, columns, model, args.new), alpha=alpha)
     except InputError as exc:

@@ -50,6 +50,8 @@ from lppf.draws import multinomial
 from lppf.log_densities import count_loglik, gamma_logpdf_sum, log_factorial
 from lppf.mcmc import counts
 from lppf.mcmc._driver import run_chains
+from lppf.noise_conditional import Tables, fit_tables
+from lppf.noise_conditional import count_loglik as noise_count_loglik
 from lppf.results import FitResult
 from lppf.start import RESTARTS, best_start
 from lppf.validation import PRIVATE_METHODS, FitData
@@ -67,7 +69,8 @@ class Problem:
     Ytil_VV : observed (privatized or true) counts; alpha_VV : noise levels broadcast to
     (V, V); obs_VV : True where a cell is used (off-diagonal and not held out);
     out_ptr/out_idx, in_ptr/in_idx : held-out off-diagonal cells by row (CSR) and by column;
-    out_rows : their row indices.
+    out_rows : their row indices. mechanism : the noise of y~ (alpha_VV its parameter);
+    noise : its kernel tables for the discrete Gaussian and Skellam noise (private-collapsed).
     """
 
     Ytil_VV: np.ndarray
@@ -83,6 +86,8 @@ class Problem:
     b0: float
     fix_theta: bool
     fix_pi: bool
+    mechanism: str = "geometric"
+    noise: Tables | None = None  # the discrete Gaussian or Skellam noise (private-collapsed)
 
 
 @dataclass
@@ -114,6 +119,8 @@ def make_problem(data: FitData, method: str, a0: float, b0: float) -> Problem:
         in_ptr=np.searchsorted(cols[by_col], np.arange(V + 1)), in_idx=rows[by_col], out_rows=rows,
         method=method, a0=float(a0), b0=float(b0),
         fix_theta="theta" in data.fix, fix_pi="pi" in data.fix,
+        mechanism=data.mechanism,
+        noise=fit_tables(data) if method == "private-collapsed" else None,
     )
 
 
@@ -265,6 +272,9 @@ def sample_counts(problem: Problem, state: State, rng: np.random.Generator) -> N
     if problem.method == "private":
         counts.sample_counts_private(problem.Ytil_VV, problem.alpha_VV, mu_VV, held,
                                      state.lam_plus_VV, state.lam_minus_VV, state.Y_VV, seeds)
+    elif problem.noise is not None:
+        counts.sample_counts_tables(problem.Ytil_VV, problem.noise, mu_VV, held, state.Y_VV,
+                                    seeds)
     else:
         counts.sample_counts_collapsed(problem.Ytil_VV, problem.alpha_VV, mu_VV, held,
                                        state.Y_VV, seeds)
@@ -293,8 +303,13 @@ def log_joint(problem: Problem, state: State, mu: np.ndarray | None = None) -> f
     if mu is None:
         mu = state.Theta_VC @ state.Pi_CC @ state.Theta_VC.T
     private = is_private(problem)
-    lj = count_loglik(state.Y_VV, mu, ~problem.obs_VV, problem.Ytil_VV if private else None,
-                      problem.alpha_VV if private else None)
+    if private and problem.noise is not None:
+        lj = noise_count_loglik(state.Y_VV, mu, ~problem.obs_VV, problem.Ytil_VV,
+                                problem.noise)
+    else:
+        lj = count_loglik(state.Y_VV, mu, ~problem.obs_VV,
+                          problem.Ytil_VV if private else None,
+                          problem.alpha_VV if private else None)
     if not problem.fix_theta:
         lj += gamma_logpdf_sum(state.Theta_VC, problem.a0, problem.b0)
     if not problem.fix_pi:
@@ -343,7 +358,8 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
 
     def make_chain(chain_rng):
         if not start or not SHARED_START:
-            observed = FitData(problem.Ytil_VV, problem.alpha_VV, ~problem.obs_VV, fix)
+            observed = FitData(problem.Ytil_VV, problem.alpha_VV, ~problem.obs_VV, fix,
+                               problem.mechanism)
             start[:] = best_start(observed, method, n_components, burnin, chain_rng,
                                   model="community", n_iter=n_iter)
         chain = CommunityChain(problem, start, burnin, chain_rng)
@@ -359,9 +375,10 @@ class CommunityChain:
     """One chain (see :class:`lppf.mcmc._driver.Chain`) from ``start``, the result of
     :func:`lppf.start.best_start` (copied).
 
-    A ``private-collapsed`` chain draws its true counts with ``private``'s augmented update
-    (noise rates ``lambda`` kept) for the first ``AUGMENTED_BURNIN`` of its burn-in, then
-    with the collapsed one. Both updates leave the same posterior of ``(y, Theta, Pi)``
+    A ``private-collapsed`` chain under geometric noise draws its true counts with
+    ``private``'s augmented update (noise rates ``lambda`` kept) for the first
+    ``AUGMENTED_BURNIN`` of its burn-in, then with the collapsed one (other noises: the
+    collapsed one throughout). Both updates leave the same posterior of ``(y, Theta, Pi)``
     invariant, so only where the sampling starts changes. The EM start overfits the noise
     (total rate several times the truth's at alpha 0.9) and burn-in shrinks it; with the
     collapsed update the shrinking overshoots, on weak-signal networks into a region that
@@ -372,7 +389,7 @@ class CommunityChain:
     def __init__(self, problem: Problem, start: list, burnin: int, rng: np.random.Generator):
         Theta, Pi, scores = (np.array(x) for x in start)
         self.target, self.n_sweeps, self.handoff = problem, 0, 0
-        if problem.method == "private-collapsed":
+        if problem.method == "private-collapsed" and problem.noise is None:
             problem = replace(problem, method="private")
             self.handoff = int(AUGMENTED_BURNIN * burnin)
         self.state = make_state(problem, Theta, Pi, rng)

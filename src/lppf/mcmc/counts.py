@@ -12,6 +12,8 @@ do not depend on the number of threads.
   with auxiliary rates ``lam_plus``, ``lam_minus`` (float64, shape of Y) updated in place.
 * :func:`sample_counts_collapsed`: the exact conditional with lambda and g integrated out,
   ``P(y | y~, mu) ∝ mu^y / y! * alpha^|y~ - y|`` on y >= 0 (docs/method.md, "Methods").
+* :func:`sample_counts_noise`: the same for the discrete Gaussian and Skellam noise, p of
+  :mod:`lppf.noise`, ``P(y | y~, mu) ∝ mu^y / y! p(y~ - y)`` (:mod:`lppf.noise_conditional`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from lppf import conditional
+from lppf import conditional, noise_conditional
 from lppf._numba import CHUNK, at, rng_state, uniform
 from lppf.distributions import bessel_sample_nb
 from lppf.draws import binomial, standard_gamma
@@ -138,3 +140,33 @@ def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
                 t_L[n], j_L[n] = t, j
                 par[0, n], par[1, n], par[2, n], par[3, n] = m * inv_a, m * a, m, a
                 n += 1
+
+
+@njit(cache=True, parallel=True)
+def sample_counts_noise(Ytil, kind, code, par, var, lr, mu, mask, Y_out, seeds):
+    """Exact update y ~ P(y | y~, mu) ∝ mu^y / y! p(y~ - y) under the noise of
+    :class:`lppf.noise_conditional.Tables` (``kind``, ``code``, ``par``, ``var``, ``lr``; the
+    discrete Gaussian or Skellam noise), in place, one cell at a time
+    (:func:`lppf.noise_conditional.sample`); noiseless cells (code -1): y = y~."""
+    n_rows, n_cols = Ytil.shape
+    for c in prange(len(seeds)):
+        rs = rng_state(seeds[c])
+        up = np.empty(noise_conditional.WALK_CELLS)
+        down = np.empty(noise_conditional.WALK_CELLS)
+        for i in range(c * CHUNK, min((c + 1) * CHUNK, n_rows)):
+            for j in range(n_cols):
+                if mask[i, j]:
+                    continue
+                p = at(code, i, j)
+                if p < 0:
+                    Y_out[i, j] = Ytil[i, j]
+                    continue
+                Y_out[i, j] = noise_conditional.sample(Ytil[i, j], mu[i, j], kind, par[p],
+                                                       var[p], lr, p, rs, up, down)
+
+
+def sample_counts_tables(Ytil, noise, mu, mask, Y_out, seeds) -> None:
+    """:func:`sample_counts_noise` with the noise given as a
+    :class:`lppf.noise_conditional.Tables`."""
+    sample_counts_noise(Ytil, noise.kind, noise.code, noise.par, noise.var, noise.lr, mu,
+                        mask, Y_out, seeds)

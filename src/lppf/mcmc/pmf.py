@@ -42,7 +42,13 @@ from lppf._numba import threads as numba_threads
 from lppf.draws import gamma_draws, multinomial
 from lppf.log_densities import count_loglik, gamma_logpdf_sum, log_factorial
 from lppf.mcmc._driver import run_chains
-from lppf.mcmc.counts import sample_counts_collapsed, sample_counts_private
+from lppf.mcmc.counts import (
+    sample_counts_collapsed,
+    sample_counts_private,
+    sample_counts_tables,
+)
+from lppf.noise_conditional import Tables, fit_tables
+from lppf.noise_conditional import count_loglik as noise_count_loglik
 from lppf.results import FitResult
 from lppf.start import best_start
 from lppf.validation import PRIVATE_METHODS, FitData
@@ -222,6 +228,7 @@ class State:
     lam_plus: np.ndarray | None = None
     lam_minus: np.ndarray | None = None
     csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    noise: Tables | None = None  # the discrete Gaussian or Skellam noise (private-collapsed)
 
 
 def observed_csr(Y: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -245,7 +252,7 @@ def make_state(data: FitData, method: str, Theta: np.ndarray, Phi: np.ndarray,
         return State(method, Theta, Phi, Yfix, csr=observed_csr(Yfix, data.mask))
     if Y is None:
         Y = np.where(data.mask, 0, np.maximum(data.Y, 0)).astype(np.int32)
-    state = State(method, Theta, Phi, Y, Ytil=data.Y.astype(np.int32))
+    state = State(method, Theta, Phi, Y, Ytil=data.Y.astype(np.int32), noise=fit_tables(data))
     if method == "private":
         if lam is None:
             mean = np.broadcast_to(data.alpha / (1.0 - data.alpha), data.Y.shape)
@@ -290,6 +297,8 @@ def update_counts(state: State, data: FitData, rng: np.random.Generator,
         if state.method == "private":
             sample_counts_private(state.Ytil, data.alpha, mu, data.mask, state.lam_plus,
                                   state.lam_minus, state.Y, seeds)
+        elif state.noise is not None:
+            sample_counts_tables(state.Ytil, state.noise, mu, data.mask, state.Y, seeds)
         else:
             sample_counts_collapsed(state.Ytil, data.alpha, mu, data.mask, state.Y, seeds)
 
@@ -363,14 +372,18 @@ def gibbs_sweep(state: State, data: FitData, a0: float, b0: float,
 
 def log_joint(state: State, data: FitData, a0: float, b0: float,
               mu: np.ndarray | None = None) -> float:
-    """log p(y~, y, Theta, Phi) (private methods, y~ | y ~ y + 2Geo(alpha)) or
+    """log p(y~, y, Theta, Phi) (private methods, y~ | y ~ y + 2Geo(alpha), or the noise of
+    ``data.mechanism``) or
     log p(y, Theta, Phi) (naive, nonprivate), observed cells only
     (:func:`lppf.log_densities.count_loglik`); ``mu`` = Theta @ Phi when already computed."""
     if mu is None:
         mu = state.Theta @ state.Phi
     private = state.method in PRIVATE_METHODS
-    total = count_loglik(state.Y, mu, data.mask, state.Ytil if private else None,
-                         data.alpha if private else None)
+    if private and state.noise is not None:
+        total = noise_count_loglik(state.Y, mu, data.mask, state.Ytil, state.noise)
+    else:
+        total = count_loglik(state.Y, mu, data.mask, state.Ytil if private else None,
+                             data.alpha if private else None)
     return total + _log_prior(state, a0, b0)
 
 
@@ -435,7 +448,9 @@ class PMFChain:
         if self.loglik is None:
             return log_joint(state, data, self.a0, self.b0, mu)
         lj = self.loglik + _log_prior(state, self.a0, self.b0)
-        if state.method in PRIVATE_METHODS:
+        if state.method in PRIVATE_METHODS and state.noise is not None:
+            lj += noise_count_loglik(state.Y, None, data.mask, state.Ytil, state.noise)
+        elif state.method in PRIVATE_METHODS:
             lj += count_loglik(state.Y, None, data.mask, state.Ytil, data.alpha)
         return lj
 

@@ -1,0 +1,450 @@
+"""The collapsed conditional of a true count under any of the mechanisms' noises.
+
+With additive integer noise of pmf p (:mod:`lppf.noise`), a true count y >= 0 behind the
+privatized count y~ = t, with Poisson rate mu, has
+
+    f(y) = mu^y / y! p(t - y),    P(y | t, mu) = f(y) / Z,   Z = sum_y f(y),
+
+and ``f(y + 1) / f(y) = mu / (y + 1) * p(t - y - 1) / p(t - y)``. p is log-concave for the
+geometric, discrete Gaussian and Skellam noise, so f is too: its ratios fall as y grows and
+it has one mode. The mode is found by a galloping search on the sign of ln f(y + 1) - ln f(y)
+from a Gaussian guess; walks out from it, with masses relative to f(mode) = 1, stop when a
+mass drops below ``TINY_MASS`` of the total. The walk gives an exact inverse-CDF draw
+(:func:`sample`), E[y] and ln Z (:func:`mean_log_z`; here with the normalized p, so that
+ln Z - mu = ln p(y~ | mu)).
+
+The noise reaches the kernels as a :class:`Tables`: ``kind`` (:data:`GEOMETRIC`,
+:data:`GAUSSIAN`, :data:`SKELLAM`), per distinct parameter value P: ``par`` (ln alpha,
+1 / (2 sigma^2) or x = 2 mu), ``var`` (the noise variance), ``lnorm`` (ln p(0)), and for the
+discrete Gaussian and Skellam noise the tables ``lr`` (P, 3, J) of ln r_j, r_j and 1 / r_j
+with ``r_j = p(j + 1) / p(j)`` (``exp(-(2 j + 1) / (2 sigma^2))``, or ``I_(j+1)(x) / I_j(x)``)
+and ``lc`` (P, J + 1) of the running sums of ln r_j (ln p(k) - ln p(0)); beyond J (sized by
+the largest |y~|) r_j comes from its formula (for Skellam noise, its continued fraction).
+``code`` maps each cell (broadcast as alpha is: (1, 1), (n_rows, 1) or (n_rows, n_cols)) to
+its value, -1 for a noiseless cell (y = y~). The geometric kind computes what
+:mod:`lppf.conditional` does (its fast path) and serves to check this module against it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+
+from lppf._numba import at, rng_state, uniform
+from lppf.noise import bessel_ratio, dg_log_norm, skellam_log0, skellam_log_ratios, variance
+from lppf.validation import NOISE_PARAMS, InputError
+
+GEOMETRIC, GAUSSIAN, SKELLAM = 0, 1, 2
+KINDS = {"geometric": GEOMETRIC, "discrete-gaussian": GAUSSIAN, "skellam": SKELLAM}
+TINY_MASS = 2.0**-53  # relative mass below which a walk stops
+TINY_RATE = 1e-300  # floor of the rate in mean_log_z (as lppf.conditional)
+WALK_CELLS = 256  # core masses a draw keeps on each side; wider cores: a full walk
+CORE_MASS = 2.0**-10  # relative mass where the core walk of a draw stops
+TABLE_MAX = 2**20  # longest table per value; beyond it, the formulas
+TABLE_CELLS_MAX = 2**24  # all tables together
+Y_MAX = 2.0**62  # guesses are capped here (rates this large are not counts)
+_LOG1 = np.log(np.arange(1.0, 1025.0))  # ln(y + 1) for small y
+_INV = 1.0 / np.arange(1.0, 1025.0)  # 1 / (y + 1) for small y
+
+
+class Tables(NamedTuple):
+    """The noise of a fit as the kernels read it (see the module docstring)."""
+
+    kind: int
+    code: np.ndarray
+    par: np.ndarray
+    var: np.ndarray
+    lnorm: np.ndarray
+    lr: np.ndarray
+    lc: np.ndarray
+
+
+def tables(mechanism: str, param: np.ndarray, Ytil: np.ndarray) -> Tables:
+    """:class:`Tables` of ``mechanism`` with parameter ``param`` (2-d, broadcastable to the
+    privatized counts ``Ytil``, which size the tables)."""
+    param = np.asarray(param, dtype=np.float64)
+    values = np.unique(param[param > 0])
+    code = np.where(param > 0, np.searchsorted(values, param), -1).astype(np.int64)
+    kind = KINDS[mechanism]
+    var = np.array([variance(mechanism, v) for v in values])
+    width = 0
+    if kind != GEOMETRIC and values.size:
+        top = int(np.abs(Ytil).max()) if Ytil.size else 0
+        width = int(min(2 * top + 40 * math.sqrt(var.max()) + 64, TABLE_MAX))
+        if width * values.size > TABLE_CELLS_MAX:
+            raise InputError(f"{NOISE_PARAMS[mechanism]}: {values.size} distinct values need "
+                             f"tables of {width * values.size} entries, more than "
+                             f"{TABLE_CELLS_MAX} (use one value per row or fewer distinct "
+                             "values)", "alpha")
+    lr = np.zeros((values.size, 3, width))
+    lc = np.zeros((values.size, width + 1))
+    par, lnorm = np.empty(values.size), np.empty(values.size)
+    j = np.arange(width)
+    for p, v in enumerate(values):
+        if kind == GEOMETRIC:
+            par[p], lnorm[p] = math.log(v), math.log1p(-v) - math.log1p(v)
+            continue
+        if kind == GAUSSIAN:
+            par[p], lnorm[p] = 1.0 / (2.0 * v * v), -dg_log_norm(v)
+            lr[p, 0] = -(2.0 * j + 1.0) * par[p]
+        else:
+            par[p], lnorm[p] = 2.0 * v, skellam_log0(v)
+            lr[p, 0] = skellam_log_ratios(2.0 * v, width)
+        with np.errstate(over="ignore"):
+            lr[p, 1], lr[p, 2] = np.exp(lr[p, 0]), np.exp(-lr[p, 0])
+        lc[p, 1:] = np.cumsum(lr[p, 0])
+    return Tables(kind, code, par, var, lnorm, lr, lc)
+
+
+# ---------------------------------------------------------------------------------------------
+# the noise and the ratios of f: r_j = p(j + 1) / p(j) for j >= 0 (p symmetric), so that
+# p(k - 1) / p(k) = 1 / r_(k-1) for k >= 1 and r_(-k) for k <= 0
+
+
+@njit(cache=True, inline="always")
+def _log_r(kind, j, par, lr, p):
+    """ln r_j from the table ``lr[p, 0]``, or beyond it from its formula."""
+    if j < lr.shape[2]:
+        return lr[p, 0, j]
+    if kind == GAUSSIAN:
+        return -(2.0 * j + 1.0) * par
+    if kind == GEOMETRIC:
+        return par
+    return math.log(bessel_ratio(j, par))
+
+
+@njit(cache=True, inline="always")
+def _r(kind, j, par, lr, p, inverse):
+    """r_j (``inverse``: 1 / r_j) from the tables ``lr[p, 1]``, ``lr[p, 2]``, or beyond them
+    from the formula."""
+    if j < lr.shape[2]:
+        return lr[p, 2 if inverse else 1, j]
+    v = _log_r(kind, j, par, lr, p)
+    return math.exp(-v if inverse else v)
+
+
+@njit(cache=True, inline="always")
+def log_noise_ratio(kind, k, par, lr, p):
+    """ln p(k - 1) / p(k) for the noise of value ``p``."""
+    return -_log_r(kind, k - 1, par, lr, p) if k >= 1 else _log_r(kind, -k, par, lr, p)
+
+
+@njit(cache=True)
+def log_noise(kind, k, par, lnorm, lr, lc, p):
+    """ln p(k), normalized."""
+    a = abs(k)
+    if kind == GAUSSIAN:
+        return lnorm - float(a) * a * par
+    if kind == GEOMETRIC:
+        return lnorm + a * par
+    n = lc.shape[1]
+    if a < n:
+        return lnorm + lc[p, a]
+    v = lnorm + lc[p, n - 1]
+    for j in range(n - 1, a):
+        v += math.log(bessel_ratio(j, par))
+    return v
+
+
+@njit(cache=True, inline="always")
+def log_step(y, t, log_mu, kind, par, lr, p):
+    """d(y) = ln f(y + 1) - ln f(y), falling in y (log-concavity)."""
+    log1 = _LOG1[y] if y < len(_LOG1) else math.log(y + 1.0)
+    return log_mu - log1 + log_noise_ratio(kind, t - y, par, lr, p)
+
+
+@njit(cache=True, inline="always")
+def ratio(y, t, mu, kind, par, lr, p):
+    """f(y + 1) / f(y) = mu / (y + 1) p(k - 1) / p(k), k = t - y (no logarithms)."""
+    k = t - y
+    noise = _r(kind, k - 1, par, lr, p, True) if k >= 1 else _r(kind, -k, par, lr, p, False)
+    return mu * noise * (_INV[y] if y < len(_INV) else 1.0 / (y + 1.0))
+
+
+@njit(cache=True, inline="always")
+def inv_ratio(y, t, inv_mu, kind, par, lr, p):
+    """f(y - 1) / f(y) = y / mu p(k) / p(k - 1), k = t - y + 1, for y >= 1."""
+    k = t - y + 1
+    noise = _r(kind, k - 1, par, lr, p, False) if k >= 1 else _r(kind, -k, par, lr, p, True)
+    return y * inv_mu * noise
+
+
+@njit(cache=True, inline="always")
+def mode(t, mu, kind, par, var, lr, p):
+    """argmax_y f(y): the smallest y >= 0 with f(y + 1) / f(y) < 1 (:func:`ratio`; far from
+    the mode it may overflow to inf, which keeps its comparison with 1 right), by galloping
+    from the Gaussian guess ``mu (var + t) / (var + mu)`` (the posterior mean of
+    y ~ N(mu, mu), t ~ N(y, var)) and bisection."""
+    if ratio(0, t, mu, kind, par, lr, p) < 1.0:  # the commonest case: small counts
+        return 0
+    guess = mu * (var + t) / (var + mu) if var + mu > 0 else 0.0
+    y = int(min(max(guess, 0.0), Y_MAX))
+    if ratio(y, t, mu, kind, par, lr, p) >= 1.0:  # the mode lies above y
+        lo, step = y, 1
+        hi = y + 1
+        while ratio(hi, t, mu, kind, par, lr, p) >= 1.0:
+            lo, step = hi, 2 * step
+            hi = lo + step
+    else:
+        if y == 0 or ratio(y - 1, t, mu, kind, par, lr, p) >= 1.0:
+            return y
+        hi, step = y - 1, 1
+        lo = max(hi - step, 0)
+        while ratio(lo, t, mu, kind, par, lr, p) < 1.0:
+            if lo == 0:
+                return 0
+            hi, step = lo, 2 * step
+            lo = max(hi - step, 0)
+    while hi - lo > 1:  # ratio(lo) >= 1 > ratio(hi)
+        mid = (lo + hi) // 2
+        if ratio(mid, t, mu, kind, par, lr, p) < 1.0:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+# ---------------------------------------------------------------------------------------------
+# sampler
+
+
+@njit(cache=True)
+def sample(t, mu, kind, par, var, lr, p, rs, up, down):
+    """One exact draw of y ~ P(y | t, mu) (mu >= 0; floored at ``TINY_RATE`` when > 0) from
+    the uniforms of the xoshiro state ``rs``.
+
+    Walking out from the mode until a mass drops to ``CORE_MASS`` of the running total gives
+    the core masses (``up`` and ``down`` are scratch of equal length) and, as the ratios fall
+    away from the mode (log-concavity), a geometric bound on each tail beyond: Z <= Z_hi. A
+    target u Z_hi is inverted over the core, then over the tails walked exactly (to
+    ``TINY_MASS``); a target beyond them draws again. Each try returns y with probability
+    f(y) / Z_hi, so the accepted draw is exact. Cores wider than the scratch: a full walk."""
+    if not mu > 0.0:
+        return 0
+    mu = max(mu, TINY_RATE)
+    m = mode(t, mu, kind, par, var, lr, p)
+    inv_mu = 1.0 / mu if m > 0 else 0.0
+    size = len(up)
+    z, f, y, n_up = 1.0, 1.0, m, 0
+    while True:  # up: masses of m + 1, m + 2, ... until one is small
+        f *= ratio(y, t, mu, kind, par, lr, p)
+        y += 1
+        if f <= CORE_MASS * z or n_up == size:
+            break
+        up[n_up] = f
+        z += f
+        n_up += 1
+    f_up, y_up = f, y
+    r_up = ratio(y, t, mu, kind, par, lr, p)
+    f, y, n_dn = 1.0, m, 0
+    f_dn, y_dn, r_dn = 0.0, 0, 0.0
+    while y > 0:  # down: masses of m - 1, ..., 0 until one is small
+        f *= inv_ratio(y, t, inv_mu, kind, par, lr, p)
+        y -= 1
+        if (f <= CORE_MASS * z and y > 0) or n_dn == size:
+            f_dn, y_dn, r_dn = f, y, inv_ratio(y, t, inv_mu, kind, par, lr, p)
+            break
+        down[n_dn] = f
+        z += f
+        n_dn += 1
+    if n_up == size or n_dn == size or not (r_up < 1.0 and r_dn < 1.0):
+        return _walk_sample(m, t, mu, kind, par, lr, p, uniform(rs))
+    z_hi = z + f_up / (1.0 - r_up) + f_dn / (1.0 - r_dn)
+    while True:
+        target = uniform(rs) * z_hi
+        cum = 1.0
+        if target < cum:
+            return m
+        for i in range(n_up):
+            cum += up[i]
+            if target < cum:
+                return m + 1 + i
+        for i in range(n_dn):
+            cum += down[i]
+            if target < cum:
+                return m - 1 - i
+        f, y = f_up, y_up
+        while f > TINY_MASS * z:
+            cum += f
+            if target < cum:
+                return y
+            f *= ratio(y, t, mu, kind, par, lr, p)
+            y += 1
+        f, y = f_dn, y_dn
+        while f > TINY_MASS * z:
+            cum += f
+            if target < cum:
+                return y
+            if y == 0:
+                break
+            f *= inv_ratio(y, t, inv_mu, kind, par, lr, p)
+            y -= 1
+
+
+@njit(cache=True)
+def _walk_sample(m, t, mu, kind, par, lr, p, u):
+    """Inverse-CDF draw at the uniform ``u`` by two full walks from the mode ``m`` (the
+    first sums the masses to ``TINY_MASS``, the second inverts)."""
+    z = 0.0
+    for sweep in range(2):
+        target = u * z
+        cum, f, y = 1.0, 1.0, m
+        if sweep == 1 and target < cum:
+            return m
+        while True:
+            f *= ratio(y, t, mu, kind, par, lr, p)
+            y += 1
+            if not f > TINY_MASS * max(cum, z):
+                break
+            cum += f
+            if sweep == 1 and target < cum:
+                return y
+        f, y = 1.0, m
+        while y > 0:
+            f *= inv_ratio(y, t, 1.0 / mu, kind, par, lr, p)
+            y -= 1
+            if not f > TINY_MASS * max(cum, z):
+                break
+            cum += f
+            if sweep == 1 and target < cum:
+                return y
+        z = cum
+    return m  # target within rounding of the total
+
+
+# ---------------------------------------------------------------------------------------------
+# mean and normalizer
+
+
+@njit(cache=True)
+def mean_log_z(t, mu, kind, par, var, lnorm, lr, lc, p):
+    """(E[y], ln Z) of P(y | t, mu), Z = sum_y mu^y / y! p(t - y) with p normalized (mu
+    floored at ``TINY_RATE``)."""
+    mu = max(mu, TINY_RATE)
+    log_mu = math.log(mu)
+    m = mode(t, mu, kind, par, var, lr, p)
+    total, first = 1.0, 0.0
+    f, y = 1.0, m
+    while True:
+        f *= ratio(y, t, mu, kind, par, lr, p)
+        y += 1
+        if not f > TINY_MASS * total:
+            break
+        total += f
+        first += (y - m) * f
+    f, y = 1.0, m
+    inv_mu = 1.0 / mu
+    while y > 0:
+        f *= inv_ratio(y, t, inv_mu, kind, par, lr, p)
+        y -= 1
+        if not f > TINY_MASS * total:
+            break
+        total += f
+        first += (y - m) * f
+    log_fm = m * log_mu - math.lgamma(m + 1.0) + log_noise(kind, t - m, par, lnorm, lr, lc, p)
+    return m + first / total, log_fm + math.log(total)
+
+
+@njit(cache=True, parallel=True)
+def refresh(Y, kind, code, par, var, lnorm, lr, lc, S, mask, Ey, R, row_log):
+    """Per unmasked cell: Ey = E[y] and R = E[y] / S under q(y) ∝ S^y / y! p(y~ - y) (S
+    floored at ``TINY_RATE``), and per row the sum of ln Z; noiseless cells: y = y~ and ln Z
+    = y~ ln S - ln y~!."""
+    for i in prange(Y.shape[0]):  # (np.int64: a prange index may be unsigned)
+        row_log[i] = _refresh_row(np.int64(i), Y, kind, code, par, var, lnorm, lr, lc, S,
+                                  mask, Ey, R)
+
+
+@njit(cache=True)
+def _refresh_row(i, Y, kind, code, par, var, lnorm, lr, lc, S, mask, Ey, R):
+    acc = 0.0
+    for j in range(Y.shape[1]):
+        if mask[i, j]:
+            continue
+        t = Y[i, j]
+        s = max(S[i, j], TINY_RATE)
+        p = at(code, i, j)
+        if p < 0:
+            e = float(t)
+            lz = t * math.log(s) - math.lgamma(t + 1.0)
+        else:
+            e, lz = mean_log_z(t, s, kind, par[p], var[p], lnorm[p], lr, lc, p)
+        Ey[i, j] = e
+        R[i, j] = e / s
+        acc += lz
+    return acc
+
+
+def local(Y: np.ndarray, noise: Tables, S: np.ndarray, mask: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray, float]:
+    """(E[y], E[y] / S, sum of ln Z) over the unmasked cells (zeros where masked): the
+    optimal local factor of CAVI and the E step of the EM start."""
+    Ey, R = np.zeros(Y.shape), np.zeros(Y.shape)
+    row_log = np.zeros(Y.shape[0])
+    refresh(Y, noise.kind, noise.code, noise.par, noise.var, noise.lnorm, noise.lr,
+            noise.lc, np.ascontiguousarray(S, dtype=np.float64), mask, Ey, R, row_log)
+    return Ey, R, float(row_log.sum())
+
+
+def log_noise_sum(Y: np.ndarray, Ytil: np.ndarray, noise: Tables, mask: np.ndarray) -> float:
+    """sum over unmasked cells of ln p(y~ - y) (noiseless cells: 0 if y = y~, else -inf)."""
+    return float(_log_noise_sum(Y, Ytil, noise.kind, noise.code, noise.par, noise.lnorm,
+                                noise.lr, noise.lc, mask))
+
+
+@njit(cache=True, parallel=True)
+def _log_noise_sum(Y, Ytil, kind, code, par, lnorm, lr, lc, mask):
+    out = np.zeros(Y.shape[0])
+    for i in prange(Y.shape[0]):
+        out[i] = _log_noise_row(np.int64(i), Y, Ytil, kind, code, par, lnorm, lr, lc, mask)
+    return out.sum()
+
+
+@njit(cache=True)
+def _log_noise_row(i, Y, Ytil, kind, code, par, lnorm, lr, lc, mask):
+    acc = 0.0
+    for j in range(Y.shape[1]):
+        if mask[i, j]:
+            continue
+        p = at(code, i, j)
+        k = Ytil[i, j] - Y[i, j]
+        if p < 0:
+            acc += 0.0 if k == 0 else -math.inf
+        else:
+            acc += log_noise(kind, k, par[p], lnorm[p], lr, lc, p)
+    return acc
+
+
+@njit(cache=True)
+def sample_cells(t_m, mu_m, kind, code_m, par, var, lr, seed):
+    """Draws y_n ~ P(y | t_n, mu_n) for cells n (tests and checks): ``code_m`` the value of
+    each cell (-1: noiseless)."""
+    rs = rng_state(seed)
+    up, down = np.empty(WALK_CELLS), np.empty(WALK_CELLS)
+    out = np.empty(len(t_m), dtype=np.int64)
+    for n in range(len(t_m)):
+        p = code_m[n]
+        out[n] = t_m[n] if p < 0 else sample(t_m[n], mu_m[n], kind, par[p], var[p], lr, p,
+                                             rs, up, down)
+    return out
+
+
+def count_loglik(Y: np.ndarray, mu: np.ndarray | None, mask: np.ndarray, Ytil: np.ndarray,
+                 noise: Tables) -> float:
+    """sum over unmasked cells of ln Pois(y; mu) + ln p(y~ - y) (mu None: the noise term
+    only); :func:`lppf.log_densities.count_loglik` for any mechanism."""
+    from lppf.log_densities import count_loglik as poisson_loglik
+
+    total = log_noise_sum(Y, Ytil, noise, mask)
+    return total if mu is None else total + poisson_loglik(Y, mu, mask)
+
+
+def fit_tables(data) -> Tables | None:
+    """The :class:`Tables` of a fit's data (:class:`lppf.validation.FitData`), None for the
+    geometric mechanism (its own fast path, :mod:`lppf.conditional`)."""
+    if data.mechanism == "geometric":
+        return None
+    return tables(data.mechanism, data.alpha, data.Y)
