@@ -448,3 +448,47 @@ def fit_tables(data) -> Tables | None:
     if data.mechanism == "geometric":
         return None
     return tables(data.mechanism, data.alpha, data.Y)
+
+
+@njit(cache=True)
+def _mixture_pmf(t_m, code_m, mu_Sm, y_mW, kind, par, var, lnorm, lr, lc):
+    n_samples, n_cells = mu_Sm.shape
+    out_mW = np.zeros(y_mW.shape)
+    for n in range(n_cells):
+        p, t = code_m[n], t_m[n]
+        for s in range(n_samples):
+            if p < 0:  # noiseless: y = y~
+                for w in range(y_mW.shape[1]):
+                    out_mW[n, w] += (y_mW[n, w] == t) / n_samples
+                continue
+            mu = max(mu_Sm[s, n], TINY_RATE)
+            log_mu = math.log(mu)
+            log_z = mean_log_z(t, mu, kind, par[p], var[p], lnorm[p], lr, lc, p)[1]
+            for w in range(y_mW.shape[1]):
+                y = y_mW[n, w]
+                if y >= 0:
+                    log_f = (y * log_mu - math.lgamma(y + 1.0)
+                             + log_noise(kind, t - y, par[p], lnorm[p], lr, lc, p))
+                    out_mW[n, w] += math.exp(log_f - log_z) / n_samples
+    return out_mW
+
+
+def mixture_pmf(t_m: np.ndarray, code_m: np.ndarray, mu_Sm: np.ndarray, y_mW: np.ndarray,
+                noise: Tables) -> np.ndarray:
+    """Mean over samples s of P(y_mW[n] | t_m[n], mu_Sm[s, n]) under ``noise`` (cells of
+    value ``code_m``), shape (m, W)."""
+    return _mixture_pmf(np.asarray(t_m, dtype=np.int64), np.asarray(code_m, dtype=np.int64),
+                        np.asarray(mu_Sm, dtype=float), np.asarray(y_mW, dtype=np.int64),
+                        noise.kind, noise.par, noise.var, noise.lnorm, noise.lr, noise.lc)
+
+
+def support(t: np.ndarray, var: np.ndarray, mu_lo: np.ndarray,
+            mu_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cell range [lo, hi] of y holding all but a negligible part of P(y | t, mu) for
+    every mu in [mu_lo, mu_hi] with noise variance ``var``: the conditional lies between its
+    two pulls, the rate and y~, widened by 12 standard deviations of the wider of them
+    (+12)."""
+    spread = 12.0 * np.sqrt(var + mu_hi + np.abs(t)) + 12.0
+    lo = np.maximum(np.minimum(t, mu_lo) - spread, 0)
+    hi = np.maximum(np.maximum(t, mu_hi) + spread, lo)
+    return np.floor(lo).astype(np.int64), np.ceil(hi).astype(np.int64)
