@@ -76,7 +76,7 @@ def test_geometric_kind_agrees_with_the_fast_path():
 def test_skellam_beyond_its_table():
     """Noise values past the table come from continued fractions: same answers."""
     short = nc.tables("skellam", np.array([[2.0]]), np.array([[0]]))
-    assert short.lr.shape[2] < 150
+    assert short.lr.shape[2] // 2 < 150
     t, mu = 300, 0.5
     _, mean, lz = brute("skellam", 2.0, t, mu)
     got = nc.mean_log_z(t, mu, short.kind, short.par[0], short.var[0], short.lnorm[0],

@@ -16,10 +16,11 @@ ln Z - mu = ln p(y~ | mu)).
 The noise reaches the kernels as a :class:`Tables`: ``kind`` (:data:`GEOMETRIC`,
 :data:`GAUSSIAN`, :data:`SKELLAM`), per distinct parameter value P: ``par`` (ln alpha,
 1 / (2 sigma^2) or x = 2 mu), ``var`` (the noise variance), ``lnorm`` (ln p(0)), and for the
-discrete Gaussian and Skellam noise the tables ``lr`` (P, 3, J) of ln r_j, r_j and 1 / r_j
-with ``r_j = p(j + 1) / p(j)`` (``exp(-(2 j + 1) / (2 sigma^2))``, or ``I_(j+1)(x) / I_j(x)``)
-and ``lc`` (P, J + 1) of the running sums of ln r_j (ln p(k) - ln p(0)); beyond J (sized by
-the largest |y~|) r_j comes from its formula (for Skellam noise, its continued fraction).
+discrete Gaussian and Skellam noise the tables ``lr`` (P, 3, 2 J + 1): ln r_j (j = 0 .. J)
+with ``r_j = p(j + 1) / p(j)`` (``exp(-(2 j + 1) / (2 sigma^2))``, or ``I_(j+1)(x) / I_j(x)``),
+then p(k - 1) / p(k) and its inverse for k = -J .. J, and ``lc`` (P, J + 1) of the running
+sums of ln r_j (ln p(k) - ln p(0)); beyond J (sized by the largest |y~|) they come from the
+formula of r_j (for Skellam noise, its continued fraction).
 ``code`` maps each cell (broadcast as alpha is: (1, 1), (n_rows, 1) or (n_rows, n_cols)) to
 its value, -1 for a noiseless cell (y = y~). The geometric kind computes what
 :mod:`lppf.conditional` does (its fast path) and serves to check this module against it.
@@ -79,23 +80,27 @@ def tables(mechanism: str, param: np.ndarray, Ytil: np.ndarray) -> Tables:
                              f"tables of {width * values.size} entries, more than "
                              f"{TABLE_CELLS_MAX} (use one value per row or fewer distinct "
                              "values)", "alpha")
-    lr = np.zeros((values.size, 3, width))
+    size = 2 * width + 1 if width else 0
+    lr = np.zeros((values.size, 3, size))
     lc = np.zeros((values.size, width + 1))
     par, lnorm = np.empty(values.size), np.empty(values.size)
-    j = np.arange(width)
+    j = np.arange(width + 1)
     for p, v in enumerate(values):
         if kind == GEOMETRIC:
             par[p], lnorm[p] = math.log(v), math.log1p(-v) - math.log1p(v)
             continue
         if kind == GAUSSIAN:
             par[p], lnorm[p] = 1.0 / (2.0 * v * v), -dg_log_norm(v)
-            lr[p, 0] = -(2.0 * j + 1.0) * par[p]
+            log_r = -(2.0 * j + 1.0) * par[p]
         else:
             par[p], lnorm[p] = 2.0 * v, skellam_log0(v)
-            lr[p, 0] = skellam_log_ratios(2.0 * v, width)
+            log_r = skellam_log_ratios(2.0 * v, width + 1)
+        lr[p, 0, :width + 1] = log_r
+        # ln p(k - 1) / p(k) for k = -width .. width: ln r_(-k) for k <= 0, -ln r_(k-1) above
+        log_nr = np.concatenate((log_r[width:0:-1], [log_r[0]], -log_r[:width]))
         with np.errstate(over="ignore"):
-            lr[p, 1], lr[p, 2] = np.exp(lr[p, 0]), np.exp(-lr[p, 0])
-        lc[p, 1:] = np.cumsum(lr[p, 0])
+            lr[p, 1], lr[p, 2] = np.exp(log_nr), np.exp(-log_nr)
+        lc[p, 1:] = np.cumsum(log_r[:width])
     return Tables(kind, code, par, var, lnorm, lr, lc)
 
 
@@ -106,8 +111,8 @@ def tables(mechanism: str, param: np.ndarray, Ytil: np.ndarray) -> Tables:
 
 @njit(cache=True, inline="always")
 def _log_r(kind, j, par, lr, p):
-    """ln r_j from the table ``lr[p, 0]``, or beyond it from its formula."""
-    if j < lr.shape[2]:
+    """ln r_j from the table ``lr[p, 0]`` (j <= J), or beyond it from its formula."""
+    if j <= lr.shape[2] // 2 and lr.shape[2] > 0:
         return lr[p, 0, j]
     if kind == GAUSSIAN:
         return -(2.0 * j + 1.0) * par
@@ -117,12 +122,13 @@ def _log_r(kind, j, par, lr, p):
 
 
 @njit(cache=True, inline="always")
-def _r(kind, j, par, lr, p, inverse):
-    """r_j (``inverse``: 1 / r_j) from the tables ``lr[p, 1]``, ``lr[p, 2]``, or beyond them
-    from the formula."""
-    if j < lr.shape[2]:
-        return lr[p, 2 if inverse else 1, j]
-    v = _log_r(kind, j, par, lr, p)
+def noise_ratio(kind, k, par, lr, p, inverse):
+    """p(k - 1) / p(k) (``inverse``: p(k) / p(k - 1)) from the tables ``lr[p, 1]``,
+    ``lr[p, 2]`` over k = -J .. J (no branch on the sign of k), or beyond from the formula."""
+    i = k + lr.shape[2] // 2
+    if 0 <= i < lr.shape[2]:
+        return lr[p, 2 if inverse else 1, i]
+    v = log_noise_ratio(kind, k, par, lr, p)
     return math.exp(-v if inverse else v)
 
 
@@ -159,17 +165,14 @@ def log_step(y, t, log_mu, kind, par, lr, p):
 @njit(cache=True, inline="always")
 def ratio(y, t, mu, kind, par, lr, p):
     """f(y + 1) / f(y) = mu / (y + 1) p(k - 1) / p(k), k = t - y (no logarithms)."""
-    k = t - y
-    noise = _r(kind, k - 1, par, lr, p, True) if k >= 1 else _r(kind, -k, par, lr, p, False)
+    noise = noise_ratio(kind, t - y, par, lr, p, False)
     return mu * noise * (_INV[y] if y < len(_INV) else 1.0 / (y + 1.0))
 
 
 @njit(cache=True, inline="always")
 def inv_ratio(y, t, inv_mu, kind, par, lr, p):
     """f(y - 1) / f(y) = y / mu p(k) / p(k - 1), k = t - y + 1, for y >= 1."""
-    k = t - y + 1
-    noise = _r(kind, k - 1, par, lr, p, False) if k >= 1 else _r(kind, -k, par, lr, p, True)
-    return y * inv_mu * noise
+    return y * inv_mu * noise_ratio(kind, t - y + 1, par, lr, p, True)
 
 
 @njit(cache=True, inline="always")
