@@ -259,3 +259,12 @@ def test_coherence_is_compared_at_the_noisiest_level_only():
                                    "E3: private NPMI above naive (private-collapsed)"]
     assert list(rows["verdict"]) == [claims.PASS, claims.FAIL]
     assert all("eps_n=0.5 (noisiest)" in c for c in rows["compared"])
+
+
+def test_graded_reads_the_level_a_claim_asks_for():
+    means = {"private": {0.5: 1.0, 2.0: 2.0}, "naive": {0.5: 1.0, 2.0: 2.0}, "nonprivate": 1.0}
+    fits = table("e3", "eps_n", [0.5, 2.0], "mae_y", means)
+    _, grid = claims.graded(fits, "e3", "mae_y")
+    assert grid == claims.Grid("eps_n", 0.5, 2.0, 0.5)  # eps/N: smaller is noisier
+    assert claims.graded(fits, "e3", "mae_y", at="quietest")[1].level == 2.0
+    assert claims.graded(fits, "e3", "umass")[1] is None  # no such metric: NOT RUN

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -112,14 +113,26 @@ def levels(df: pd.DataFrame) -> tuple[str, float, float] | None:
     return column, values[-1], values[0]
 
 
-def graded(fits: pd.DataFrame, exp: str, metric: str
-           ) -> tuple[pd.DataFrame, tuple[str, float, float] | None]:
-    """An experiment's fits and its :func:`levels`; the levels are None when no fit has a
-    value of ``metric`` (the claim is then NOT RUN)."""
+class Grid(NamedTuple):
+    """An experiment's privacy level column, its noisiest and quietest levels, and the
+    ``level`` a claim reads (one of the two)."""
+
+    column: str
+    noisiest: float
+    quietest: float
+    level: float
+
+
+def graded(fits: pd.DataFrame, exp: str, metric: str, at: str = "noisiest"
+           ) -> tuple[pd.DataFrame, Grid | None]:
+    """An experiment's fits and its :class:`Grid`, read at the ``at`` level ("noisiest" or
+    "quietest"); the grid is None when no fit has a value of ``metric`` or the experiment
+    has no privacy levels (the claim is then NOT RUN)."""
     df = fits_of(fits, exp)
-    if df.empty or metric not in df or df[metric].isna().all():
+    if df.empty or metric not in df or df[metric].isna().all() or levels(df) is None:
         return df, None
-    return df, levels(df)
+    column, noisiest, quietest = levels(df)
+    return df, Grid(column, noisiest, quietest, noisiest if at == "noisiest" else quietest)
 
 
 def fits_of(fits: pd.DataFrame, exp: str, inference: str = "mcmc") -> pd.DataFrame:
@@ -194,7 +207,7 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"),
     df, grid = graded(fits, exp, metric)
     if grid is None:
         return [not_run(claim, source, exp, f"no {metric} fits in the table")]
-    column, level, _ = grid
+    column, level = grid.column, grid.level
     out = []
     for label, group in _groups(df, list(by)):
         naive = stat(group, "naive", metric, column, level)
@@ -230,11 +243,10 @@ def private_close(fits, exp, source, metric, what, by=("e0", "K"), at="quietest"
                   methods=PRIVATE_METHODS) -> list[dict]:
     """Each private method close to non-private in ``metric`` at one privacy level."""
     claim = f"{exp.upper()}: private {what} close to non-private"
-    df, grid = graded(fits, exp, metric)
+    df, grid = graded(fits, exp, metric, at)
     if grid is None:
         return [not_run(claim, source, exp, f"no {metric} fits in the table")]
-    column, noisiest, quietest = grid
-    level = noisiest if at == "noisiest" else quietest
+    column, noisiest, level = grid.column, grid.noisiest, grid.level
     out = []
     for label, group in _groups(df, list(by)):
         clean = stat(group, "nonprivate", metric)
@@ -301,11 +313,10 @@ def private_vs_nonprivate(fits, exp, source, metric, what, by=("K",), at="noisie
     than the nonprivate approach". Non-private fits see no noise; replicates are unpaired."""
     word = "above" if higher_is_better else "below"
     claim = f"{exp.upper()}: private {what} {word} non-private"
-    df, grid = graded(fits, exp, metric)
+    df, grid = graded(fits, exp, metric, at)
     if grid is None:
         return [not_run(claim, source, exp, f"no {metric} fits in the table")]
-    column, noisiest, quietest = grid
-    level = noisiest if at == "noisiest" else quietest
+    column, level = grid.column, grid.level
     out = []
     for label, group in _groups(df, list(by)):
         clean = stat(group, "nonprivate", metric)
