@@ -417,10 +417,13 @@ def _lppf(*argv: str, **kwargs) -> subprocess.Popen:
                             **kwargs)
 
 
-def test_ctrl_c_is_one_line_and_exit_130(d):
+@pytest.mark.parametrize("chains", [(), ("--chains", "2", "--threads", "2")])
+def test_ctrl_c_is_one_line_and_exit_130(d, chains):
+    """Chains that run at the same time stop too."""
     out = d / "out" / "interrupted.npz"
     proc = _lppf("fit", str(d / "private.npz"), str(out), "--components", "2",
-                 "--iterations", "100000000", "--burnin", "10", "--thin", "10", "--quiet")
+                 "--iterations", "100000000", "--burnin", "10", "--thin", "10", "--quiet",
+                 *chains)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until the fit is running
         line = proc.stderr.readline()

@@ -17,6 +17,7 @@ The samples of all chains are pooled for the posterior means.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -115,16 +116,23 @@ class SavedSamples:
         self.s += 1
 
 
+class Stopped(Exception):
+    """A chain stopped because another failed or the fit was interrupted."""
+
+
 def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarray,
-              bar, factors: dict | None = None) -> dict:
+              bar, factors: dict | None = None, stop: threading.Event | None = None) -> dict:
     """Run one chain; return its saved factors (S, ...) (written into ``factors`` if given),
     log joints (S,), loglik trace, sums of mu and of the true counts over saved samples, mu
-    at ``cells`` (S, m) and seconds per phase."""
+    at ``cells`` (S, m) and seconds per phase. Raises :class:`Stopped` before a sweep once
+    ``stop`` is set."""
     saved = SavedSamples(n_saved(n_iter, burnin, thin), cells, factors)
     loglik = np.empty(n_iter)
     elapsed = {"burnin": 0.0, "sampling": 0.0}
     start = time.perf_counter()
     for it in range(n_iter):
+        if stop is not None and stop.is_set():
+            raise Stopped
         loglik[it] = chain.sweep()
         if it + 1 == burnin:
             elapsed["burnin"] = time.perf_counter() - start
@@ -159,13 +167,17 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
     cells = diagnostic_cells(mask)
     rngs = chain_rngs(rng, n_chains)
 
+    stop = threading.Event()  # set when a chain fails or the fit is interrupted
+
     def one(c: int, per_chain: int, chain_info=None) -> tuple[dict, dict, Chain]:
+        if stop.is_set():
+            raise Stopped
         with numba_threads(per_chain):  # numba's thread count is per (Python) thread
             tic = time.perf_counter()
             chain, info = chain_info or make_chain(rngs[c])
             made = time.perf_counter() - tic
             rows = {k: v[c * S:(c + 1) * S] for k, v in samples.items()}
-            run = run_chain(chain, n_iter, burnin, thin, cells, bar, rows)
+            run = run_chain(chain, n_iter, burnin, thin, cells, bar, rows, stop)
         run["elapsed"]["burnin"] += made
         return run, info, chain
 
@@ -182,7 +194,12 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
             out = [one(*job) for job in jobs]
         else:
             with ThreadPoolExecutor(workers) as pool:
-                out = list(pool.map(lambda job: one(*job), jobs))
+                try:
+                    out = list(pool.map(lambda job: one(*job), jobs))
+                except BaseException:  # Ctrl-C or a failed chain: the others stop too
+                    stop.set()
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
     runs, starts = [r for r, _, _ in out], [i for _, i, _ in out]
     chain = out[-1][2]
     runs[0]["elapsed"]["burnin"] += made
