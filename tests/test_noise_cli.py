@@ -80,3 +80,14 @@ def test_transform_takes_the_noise_of_the_fit(counts, tmp_path, capsys):
     assert main(["transform", str(fit), str(released), str(tmp_path / "u.npz"), "--sigma",
                  "1"]) == 2
     assert "the fit is to a skellam release" in capsys.readouterr().err
+
+
+def test_evaluate_covers_with_the_noise_of_the_release(counts, tmp_path):
+    released, fit = tmp_path / "r.npz", tmp_path / "f.npz"
+    assert main(["privatize", str(counts), str(released), "--mechanism", "discrete-gaussian",
+                 "--sigma", "1.5", "--seed", "3"]) == 0
+    assert main(["fit", str(released), str(fit), *FIT]) == 0
+    out = tmp_path / "m.json"
+    assert main(["evaluate", str(fit), str(out), "--truth", str(counts), "--model", "pmf",
+                 "--privatized", str(released)]) == 0
+    assert 0.5 < json.loads(out.read_text())["coverage90"] <= 1.0

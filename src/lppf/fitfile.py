@@ -14,9 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from lppf.io import load_npy, load_npz, require_key
+from lppf.io import load_npy, load_npz, read_noise, require_key
 from lppf.results import FACTORS, SECONDS, part, part_key, samples_key
-from lppf.validation import COUNT_LIMIT, MODELS, InputError, as_count_matrix, check_alpha
+from lppf.validation import (
+    COUNT_LIMIT,
+    MODELS,
+    NOISE_PARAMS,
+    InputError,
+    as_count_matrix,
+)
 
 PathLike = str | os.PathLike[str]
 DIAGNOSTICS = tuple(part_key("diagnostics", k) for k in ("rhat_loglik", "ess_bulk_loglik"))
@@ -191,15 +197,18 @@ def read_truth(path: PathLike, model: str) -> dict[str, np.ndarray]:
 
 def read_privatized(path: PathLike, shape: tuple[int, int]) -> dict[str, np.ndarray]:
     """The output of ``lppf privatize`` for counts of ``shape``: integer ``Y_noisy`` of that
-    shape (|y| < 2**31) and ``alpha`` in [0, 1) broadcastable to it."""
+    shape (|y| < 2**31), ``mechanism`` and its parameter under ``alpha`` (alpha, sigma or mu;
+    :func:`lppf.io.read_noise`) broadcastable to it."""
     data = load_npz(path)
     Y_noisy = as_count_matrix(require_key(data, "Y_noisy", path), name=f"{path}: Y_noisy",
                               signed=True)
     if Y_noisy.shape != tuple(shape):
         raise InputError(f"{path}: Y_noisy has shape {Y_noisy.shape}, the true counts "
                          f"{tuple(shape)}")
-    alpha = check_alpha(require_key(data, "alpha", path), tuple(shape), name=f"{path}: alpha")
-    return {"Y_noisy": Y_noisy, "alpha": alpha}
+    mechanism, alpha = read_noise(data, path, tuple(shape))
+    if alpha is None:
+        require_key(data, NOISE_PARAMS[mechanism or "geometric"], path)  # raises
+    return {"Y_noisy": Y_noisy, "alpha": alpha, "mechanism": mechanism}
 
 
 def read_mask(path: PathLike, shape: tuple[int, int], cells: np.ndarray) -> np.ndarray:

@@ -202,21 +202,38 @@ def posterior_y_pmf(y_tilde: np.ndarray, alpha: np.ndarray, mu_Sm: np.ndarray,
 
 
 def posterior_y_interval(y_tilde: np.ndarray, alpha: np.ndarray, mu_Sm: np.ndarray,
-                         level: float = 0.9, max_values: int = 2_000_000):
+                         level: float = 0.9, max_values: int = 2_000_000,
+                         mechanism: str = "geometric"):
     """Equal-tailed ``level`` posterior intervals (lower, upper), each (m,), of the true counts.
 
     Each cell's pmf is evaluated on its own support (:func:`_support`), a chunk of cells at a
-    time so that at most about ``max_values`` grid values are held at once.
+    time so that at most about ``max_values`` grid values are held at once. ``alpha``: the
+    parameter of the noise of ``mechanism`` (:mod:`lppf.noise_conditional` for the discrete
+    Gaussian and Skellam noise).
     """
     t, a = _as_cells(y_tilde, alpha)
-    lo, hi = _support(t, a, mu_Sm)
+    if mechanism == "geometric":
+        lo, hi = _support(t, a, mu_Sm)
+
+        def pmf(part, y_mW):
+            return _conditional_pmf(t[part], a[part], mu_Sm[:, part], y_mW)
+    else:
+        from lppf import noise_conditional as nc
+
+        noise = nc.tables(mechanism, a[None, :], t.astype(np.int64)[None, :])
+        code = noise.code[0]
+        var = np.where(code >= 0, np.append(noise.var, 0.0)[code], 0.0)
+        lo, hi = nc.support(t, var, mu_Sm.min(axis=0), mu_Sm.max(axis=0))
+
+        def pmf(part, y_mW):
+            return nc.mixture_pmf(t[part], code[part], mu_Sm[:, part], y_mW, noise)
     width = int((hi - lo).max(initial=0)) + 1
     lower, upper = np.empty(t.size, np.int64), np.empty(t.size, np.int64)
     step = max(1, max_values // width)
     for start in range(0, t.size, step):
         part = slice(start, start + step)
         y_mW = lo[part, None] + np.arange(width)[None, :]
-        cdf = np.cumsum(_conditional_pmf(t[part], a[part], mu_Sm[:, part], y_mW), axis=1)
+        cdf = np.cumsum(pmf(part, y_mW), axis=1)
         lower[part] = lo[part] + (cdf < (1 - level) / 2).sum(axis=1)
         upper[part] = lo[part] + (cdf < (1 + level) / 2).sum(axis=1)
     return lower, upper
@@ -258,7 +275,8 @@ def coverage(model: str, fit, private, Y: np.ndarray, cells: np.ndarray, n_cells
     rows, cols = rows[pick], cols[pick]
     alpha = np.broadcast_to(np.asarray(private["alpha"], dtype=float), Y.shape)[rows, cols]
     mu_Sm = rate_samples(model, samples, rows, cols)
-    lower, upper = posterior_y_interval(private["Y_noisy"][rows, cols], alpha, mu_Sm, level)
+    lower, upper = posterior_y_interval(private["Y_noisy"][rows, cols], alpha, mu_Sm, level,
+                                        mechanism=private.get("mechanism", "geometric"))
     return interval_coverage(lower, upper, Y[rows, cols])
 
 

@@ -16,10 +16,11 @@ ln Z - mu = ln p(y~ | mu)).
 The noise reaches the kernels as a :class:`Tables`: ``kind`` (:data:`GEOMETRIC`,
 :data:`GAUSSIAN`, :data:`SKELLAM`), per distinct parameter value P: ``par`` (ln alpha,
 1 / (2 sigma^2) or x = 2 mu), ``var`` (the noise variance), ``lnorm`` (ln p(0)), and for the
-discrete Gaussian and Skellam noise the tables ``lr`` (P, 3, J) of ln r_j, r_j and 1 / r_j
-with ``r_j = p(j + 1) / p(j)`` (``exp(-(2 j + 1) / (2 sigma^2))``, or ``I_(j+1)(x) / I_j(x)``)
-and ``lc`` (P, J + 1) of the running sums of ln r_j (ln p(k) - ln p(0)); beyond J (sized by
-the largest |y~|) r_j comes from its formula (for Skellam noise, its continued fraction).
+discrete Gaussian and Skellam noise the tables ``lr`` (P, 3, 2 J + 1): ln r_j (j = 0 .. J)
+with ``r_j = p(j + 1) / p(j)`` (``exp(-(2 j + 1) / (2 sigma^2))``, or ``I_(j+1)(x) / I_j(x)``),
+then p(k - 1) / p(k) and its inverse for k = -J .. J, and ``lc`` (P, J + 1) of the running
+sums of ln r_j (ln p(k) - ln p(0)); beyond J (sized by the largest |y~|) they come from the
+formula of r_j (for Skellam noise, its continued fraction).
 ``code`` maps each cell (broadcast as alpha is: (1, 1), (n_rows, 1) or (n_rows, n_cols)) to
 its value, -1 for a noiseless cell (y = y~). The geometric kind computes what
 :mod:`lppf.conditional` does (its fast path) and serves to check this module against it.
@@ -79,23 +80,27 @@ def tables(mechanism: str, param: np.ndarray, Ytil: np.ndarray) -> Tables:
                              f"tables of {width * values.size} entries, more than "
                              f"{TABLE_CELLS_MAX} (use one value per row or fewer distinct "
                              "values)", "alpha")
-    lr = np.zeros((values.size, 3, width))
+    size = 2 * width + 1 if width else 0
+    lr = np.zeros((values.size, 3, size))
     lc = np.zeros((values.size, width + 1))
     par, lnorm = np.empty(values.size), np.empty(values.size)
-    j = np.arange(width)
+    j = np.arange(width + 1)
     for p, v in enumerate(values):
         if kind == GEOMETRIC:
             par[p], lnorm[p] = math.log(v), math.log1p(-v) - math.log1p(v)
             continue
         if kind == GAUSSIAN:
             par[p], lnorm[p] = 1.0 / (2.0 * v * v), -dg_log_norm(v)
-            lr[p, 0] = -(2.0 * j + 1.0) * par[p]
+            log_r = -(2.0 * j + 1.0) * par[p]
         else:
             par[p], lnorm[p] = 2.0 * v, skellam_log0(v)
-            lr[p, 0] = skellam_log_ratios(2.0 * v, width)
+            log_r = skellam_log_ratios(2.0 * v, width + 1)
+        lr[p, 0, :width + 1] = log_r
+        # ln p(k - 1) / p(k) for k = -width .. width: ln r_(-k) for k <= 0, -ln r_(k-1) above
+        log_nr = np.concatenate((log_r[width:0:-1], [log_r[0]], -log_r[:width]))
         with np.errstate(over="ignore"):
-            lr[p, 1], lr[p, 2] = np.exp(lr[p, 0]), np.exp(-lr[p, 0])
-        lc[p, 1:] = np.cumsum(lr[p, 0])
+            lr[p, 1], lr[p, 2] = np.exp(log_nr), np.exp(-log_nr)
+        lc[p, 1:] = np.cumsum(log_r[:width])
     return Tables(kind, code, par, var, lnorm, lr, lc)
 
 
@@ -106,8 +111,8 @@ def tables(mechanism: str, param: np.ndarray, Ytil: np.ndarray) -> Tables:
 
 @njit(cache=True, inline="always")
 def _log_r(kind, j, par, lr, p):
-    """ln r_j from the table ``lr[p, 0]``, or beyond it from its formula."""
-    if j < lr.shape[2]:
+    """ln r_j from the table ``lr[p, 0]`` (j <= J), or beyond it from its formula."""
+    if j <= lr.shape[2] // 2 and lr.shape[2] > 0:
         return lr[p, 0, j]
     if kind == GAUSSIAN:
         return -(2.0 * j + 1.0) * par
@@ -117,12 +122,13 @@ def _log_r(kind, j, par, lr, p):
 
 
 @njit(cache=True, inline="always")
-def _r(kind, j, par, lr, p, inverse):
-    """r_j (``inverse``: 1 / r_j) from the tables ``lr[p, 1]``, ``lr[p, 2]``, or beyond them
-    from the formula."""
-    if j < lr.shape[2]:
-        return lr[p, 2 if inverse else 1, j]
-    v = _log_r(kind, j, par, lr, p)
+def noise_ratio(kind, k, par, lr, p, inverse):
+    """p(k - 1) / p(k) (``inverse``: p(k) / p(k - 1)) from the tables ``lr[p, 1]``,
+    ``lr[p, 2]`` over k = -J .. J (no branch on the sign of k), or beyond from the formula."""
+    i = k + lr.shape[2] // 2
+    if 0 <= i < lr.shape[2]:
+        return lr[p, 2 if inverse else 1, i]
+    v = log_noise_ratio(kind, k, par, lr, p)
     return math.exp(-v if inverse else v)
 
 
@@ -159,17 +165,14 @@ def log_step(y, t, log_mu, kind, par, lr, p):
 @njit(cache=True, inline="always")
 def ratio(y, t, mu, kind, par, lr, p):
     """f(y + 1) / f(y) = mu / (y + 1) p(k - 1) / p(k), k = t - y (no logarithms)."""
-    k = t - y
-    noise = _r(kind, k - 1, par, lr, p, True) if k >= 1 else _r(kind, -k, par, lr, p, False)
+    noise = noise_ratio(kind, t - y, par, lr, p, False)
     return mu * noise * (_INV[y] if y < len(_INV) else 1.0 / (y + 1.0))
 
 
 @njit(cache=True, inline="always")
 def inv_ratio(y, t, inv_mu, kind, par, lr, p):
     """f(y - 1) / f(y) = y / mu p(k) / p(k - 1), k = t - y + 1, for y >= 1."""
-    k = t - y + 1
-    noise = _r(kind, k - 1, par, lr, p, False) if k >= 1 else _r(kind, -k, par, lr, p, True)
-    return y * inv_mu * noise
+    return y * inv_mu * noise_ratio(kind, t - y + 1, par, lr, p, True)
 
 
 @njit(cache=True, inline="always")
@@ -448,3 +451,47 @@ def fit_tables(data) -> Tables | None:
     if data.mechanism == "geometric":
         return None
     return tables(data.mechanism, data.alpha, data.Y)
+
+
+@njit(cache=True)
+def _mixture_pmf(t_m, code_m, mu_Sm, y_mW, kind, par, var, lnorm, lr, lc):
+    n_samples, n_cells = mu_Sm.shape
+    out_mW = np.zeros(y_mW.shape)
+    for n in range(n_cells):
+        p, t = code_m[n], t_m[n]
+        for s in range(n_samples):
+            if p < 0:  # noiseless: y = y~
+                for w in range(y_mW.shape[1]):
+                    out_mW[n, w] += (y_mW[n, w] == t) / n_samples
+                continue
+            mu = max(mu_Sm[s, n], TINY_RATE)
+            log_mu = math.log(mu)
+            log_z = mean_log_z(t, mu, kind, par[p], var[p], lnorm[p], lr, lc, p)[1]
+            for w in range(y_mW.shape[1]):
+                y = y_mW[n, w]
+                if y >= 0:
+                    log_f = (y * log_mu - math.lgamma(y + 1.0)
+                             + log_noise(kind, t - y, par[p], lnorm[p], lr, lc, p))
+                    out_mW[n, w] += math.exp(log_f - log_z) / n_samples
+    return out_mW
+
+
+def mixture_pmf(t_m: np.ndarray, code_m: np.ndarray, mu_Sm: np.ndarray, y_mW: np.ndarray,
+                noise: Tables) -> np.ndarray:
+    """Mean over samples s of P(y_mW[n] | t_m[n], mu_Sm[s, n]) under ``noise`` (cells of
+    value ``code_m``), shape (m, W)."""
+    return _mixture_pmf(np.asarray(t_m, dtype=np.int64), np.asarray(code_m, dtype=np.int64),
+                        np.asarray(mu_Sm, dtype=float), np.asarray(y_mW, dtype=np.int64),
+                        noise.kind, noise.par, noise.var, noise.lnorm, noise.lr, noise.lc)
+
+
+def support(t: np.ndarray, var: np.ndarray, mu_lo: np.ndarray,
+            mu_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cell range [lo, hi] of y holding all but a negligible part of P(y | t, mu) for
+    every mu in [mu_lo, mu_hi] with noise variance ``var``: the conditional lies between its
+    two pulls, the rate and y~, widened by 12 standard deviations of the wider of them
+    (+12)."""
+    spread = 12.0 * np.sqrt(var + mu_hi + np.abs(t)) + 12.0
+    lo = np.maximum(np.minimum(t, mu_lo) - spread, 0)
+    hi = np.maximum(np.maximum(t, mu_hi) + spread, lo)
+    return np.floor(lo).astype(np.int64), np.ceil(hi).astype(np.int64)

@@ -82,7 +82,8 @@ def register(subparsers) -> None:
     p.add_argument("--truth", required=True, help=".npz with the true counts Y (and mu)")
     p.add_argument("--model", choices=("pmf", "community"), required=True)
     p.add_argument("--mask", help="held-out mask .npy (True = held out)")
-    p.add_argument("--privatized", help="privatized .npz (Y_noisy, alpha): adds coverage90")
+    p.add_argument("--privatized", help="privatized .npz (Y_noisy, mechanism and its parameter): "
+                   "adds coverage90")
     p.add_argument("--coverage-cells", type=_types.positive_int, default=500,
                    help="random cells used for coverage90 (default 500)")
     p.add_argument("--coherence", action="store_true", help="add NPMI and UMass of the topics")
