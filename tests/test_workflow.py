@@ -61,7 +61,7 @@ def tiny_run(tmp_path_factory):
 
 def test_tables_and_figures_exist(tiny_run):
     results, _, _, _ = tiny_run
-    for exp in ("s1", "s2", "s3", "e1", "e2", "e3", "e4", "v1"):
+    for exp in ("s1", "s2", "s3", "e1", "e2", "e3", "e4", "v1", "m1"):
         assert (results / exp / "tables/fits.csv").is_file()
         figures = list((results / exp / "figures").glob("*.png"))
         assert figures and all(f.stat().st_size > 5000 for f in figures)
@@ -121,6 +121,23 @@ def test_claims_scorecard_is_built_and_printed(tiny_run):
     assert set(card["verdict"]) <= {"PASS", "FAIL", "NOT RUN"} and len(card) >= 15
     assert (results / "tables/claims.md").read_text().startswith("claims: ")
     assert "claims: " in log  # the summary printed at the end of the run
+
+
+def test_mechanism_experiment_rows_and_findings(tiny_run):
+    """M1: every mechanism at every matched level, and the findings in their own section."""
+    results, _, log, _ = tiny_run
+    fits = pd.read_csv(results / "m1/tables/fits.csv")
+    noisy = fits[fits["grid"] != "true"]
+    assert set(noisy["mechanism"]) == {"geometric", "discrete-gaussian", "skellam"}
+    assert set(noisy["match"]) == {"epsilon", "variance"}
+    at_variance = noisy[noisy["match"] == "variance"]
+    assert np.allclose(at_variance["noise_variance"], at_variance["variance"], rtol=1e-6)
+    assert noisy.loc[noisy["method"] == "private-collapsed", "coverage90"].between(0, 1).all()
+    found = pd.read_csv(results / "tables/findings.csv")
+    assert len(found) >= 10 and set(found["experiment"]) == {"m1"}
+    assert set(found["verdict"]) <= {"PASS", "FAIL", "NOT RUN"}
+    assert "\n## Findings of this project\n" in (results / "tables/claims.md").read_text()
+    assert "findings: " in log
 
 
 def test_snakefmt_is_clean():

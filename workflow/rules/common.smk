@@ -247,9 +247,7 @@ def get_evaluate_inputs(wildcards):
         "mask": get_mask(wildcards),
         "privatized": [],
     }
-    # coverage90: the posterior of y under the geometric mechanism's noise (lppf.metrics)
-    geometric = grid.mechanism_of(wildcards.grid) == "geometric"
-    if wildcards.method in PRIVATE_METHODS and wildcards.inference == "mcmc" and geometric:
+    if wildcards.method in PRIVATE_METHODS and wildcards.inference == "mcmc":
         inputs["privatized"] = fill(PRIVATIZED, wildcards)
     return inputs
 

@@ -1,4 +1,4 @@
-"""The papers' figures, one function each, drawn with seaborn; PNG and PDF."""
+"""The papers' figures and M1's, one function each, drawn with seaborn; PNG and PDF."""
 
 import sys
 
@@ -11,6 +11,7 @@ from lppf import metrics
 from lppf.fitting import DEFAULTS
 from lppf.io import load_npz
 from lppf.results import samples_key
+from lppf.validation import MECHANISMS
 
 PRIVACY = {"alpha": "alpha", "eps_n": "eps / N", "eps_mean": "eps (N = mean y)",
            "beta_mean": "mean alpha_d"}
@@ -80,7 +81,9 @@ def mechanisms(smk):
         level=noisy[match], metric=METRIC_NAMES[m], value=noisy[m], matched=MATCHED[match])
         for match in MATCHED if match in noisy and (noisy["match"] == match).any()
         for m in names], ignore_index=True)
-    g = sns.relplot(long, x="level", y="value", hue="mechanism", style="method", row="matched",
+    hue_order = [m for m in MECHANISMS if m in set(long["mechanism"])]
+    g = sns.relplot(long, x="level", y="value", hue="mechanism", hue_order=hue_order,
+                    style="method", row="matched",
                     col="metric", kind="line", markers=True, errorbar="sd", err_style="bars",
                     facet_kws={"sharex": False, "sharey": False}, height=3, aspect=1.2)
     g.set_titles("{row_name}\n{col_name}", size=8)
