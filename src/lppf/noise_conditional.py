@@ -47,7 +47,6 @@ CORE_MASS = 2.0**-10  # relative mass where the core walk of a draw stops
 TABLE_MAX = 2**20  # longest table per value; beyond it, the formulas
 TABLE_CELLS_MAX = 2**24  # all tables together
 Y_MAX = 2.0**62  # guesses are capped here (rates this large are not counts)
-_LOG1 = np.log(np.arange(1.0, 1025.0))  # ln(y + 1) for small y
 _INV = 1.0 / np.arange(1.0, 1025.0)  # 1 / (y + 1) for small y
 
 
@@ -153,13 +152,6 @@ def log_noise(kind, k, par, lnorm, lr, lc, p):
     for j in range(n - 1, a):
         v += math.log(bessel_ratio(j, par))
     return v
-
-
-@njit(cache=True, inline="always")
-def log_step(y, t, log_mu, kind, par, lr, p):
-    """d(y) = ln f(y + 1) - ln f(y), falling in y (log-concavity)."""
-    log1 = _LOG1[y] if y < len(_LOG1) else math.log(y + 1.0)
-    return log_mu - log1 + log_noise_ratio(kind, t - y, par, lr, p)
 
 
 @njit(cache=True, inline="always")
