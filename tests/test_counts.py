@@ -5,8 +5,9 @@ import pytest
 from gof import chisquare_pvalue
 from scipy import stats
 
+from lppf import noise_conditional
 from lppf._numba import chunk_seeds, threads
-from lppf.mcmc.counts import sample_counts_collapsed, sample_counts_private
+from lppf.mcmc.counts import sample_counts_collapsed, sample_counts_private, sample_counts_tables
 
 
 def collapsed_pmf(t, mu, a, y_max=400):
@@ -84,9 +85,13 @@ def random_problem(seed, n_rows=150, n_cols=40):
     return Ytil, alpha, mu, mask
 
 
-@pytest.mark.parametrize("kernel", ["private", "collapsed"])
+@pytest.mark.parametrize("kernel", ["private", "collapsed", "discrete-gaussian", "skellam"])
 def test_thread_count_and_mask_and_noiseless(kernel):
+    """Identical draws for 1 and 2 threads; masked cells untouched, noiseless ones y = y~ (the
+    discrete Gaussian and Skellam kernels: alpha read as sigma and mu, most cells in lanes)."""
     Ytil, alpha, mu, mask = random_problem(4)
+    noise = (noise_conditional.tables(kernel, 4 * alpha, Ytil)
+             if kernel in ("discrete-gaussian", "skellam") else None)
     outs = []
     for n_threads in (1, 2):
         rng = np.random.default_rng(5)
@@ -95,6 +100,8 @@ def test_thread_count_and_mask_and_noiseless(kernel):
         with threads(n_threads):
             if kernel == "private":
                 sample_counts_private(Ytil, alpha, mu, mask, *lam, Y, chunk_seeds(rng, len(Y)))
+            elif noise is not None:
+                sample_counts_tables(Ytil, noise, mu, mask, Y, chunk_seeds(rng, len(Y)))
             else:
                 sample_counts_collapsed(Ytil, alpha, mu, mask, Y, chunk_seeds(rng, len(Y)))
         outs.append((Y, *lam))

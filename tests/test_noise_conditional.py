@@ -5,10 +5,12 @@ import math
 import numpy as np
 import pytest
 from gof import chisquare_pvalue
+from numba import njit
 from scipy import special
 
 from lppf import conditional, noise
 from lppf import noise_conditional as nc
+from lppf._numba import rng_state
 
 NOISES = [("discrete-gaussian", 0.4), ("discrete-gaussian", 2.5), ("skellam", 0.1),
           ("skellam", 3.0), ("geometric", 0.7)]
@@ -113,3 +115,81 @@ def test_mixture_pmf_averages_the_brute_force_conditionals():
     np.testing.assert_array_equal(got[1], np.arange(40) == 3)  # noiseless: y = y~
     lo, hi = nc.support(np.array([6.0]), np.array([3.0]), np.array([0.5]), np.array([3.0]))
     assert brute("skellam", 1.5, 6, 0.5)[0][lo[0]:hi[0] + 1].sum() > 1 - 1e-12
+
+
+@njit
+def _lane_draws(t_L, mu_L, p_L, T, n_cells, rounds, seed):
+    """``rounds`` calls of sample_lanes on the cells (y~, mu, value; at most LANES) with
+    ``n_cells`` masses per lane; (rounds, n) draws and how many took the tail or a redraw."""
+    rs = rng_state(seed)
+    n = len(t_L)
+    up, down = np.empty(nc.WALK_CELLS), np.empty(nc.WALK_CELLS)
+    tl, ml = np.zeros(nc.LANES, np.int64), np.full(nc.LANES, 0.5)
+    bl, pl = np.full(nc.LANES, nc.lane_base(0, 0, T.lr)), np.zeros(nc.LANES, np.int64)
+    y_L, work, cum = np.zeros(nc.LANES, np.int64), np.empty((2, nc.LANES)), np.empty(
+        (n_cells, nc.LANES))
+    for l in range(n):
+        tl[l], ml[l], pl[l] = t_L[l], mu_L[l], p_L[l]
+        bl[l] = nc.lane_base(t_L[l], p_L[l], T.lr)
+    out = np.empty((rounds, n), np.int64)
+    past = 0
+    for r in range(rounds):
+        nc.sample_lanes(n, tl, ml, bl, pl, T.kind, T.par, T.var, T.lr, T.lr.reshape(-1), rs,
+                        up, down, cum, work, y_L)
+        for l in range(n):
+            out[r, l] = y_L[l]
+            past += y_L[l] >= n_cells
+    return out, past
+
+
+LANE_CELLS_CASES = [  # (y~, mu, value): both values of one table, y~ <= 0 and up to 15
+    (-3, 0.7, 0), (0, 2.0, 1), (4, 0.5, 0), (2, 1e-3, 1), (15, 6.0, 0), (1, 6.0, 1),
+    (9, 4.0, 1), (-12, 0.05, 0)]
+
+
+@pytest.mark.parametrize("mechanism", ["discrete-gaussian", "skellam"])
+@pytest.mark.parametrize(("n_cells", "cells"), [
+    (nc.LANE_CELLS, LANE_CELLS_CASES),
+    # three masses: most draws walk the tail, and the loose bound redraws many by sample
+    (3, [(1, 2.0, 0), (0, 1.0, 1), (-2, 2.5, 1), (2, 0.5, 0), (2, 1.2, 1)]),
+])
+def test_sample_lanes_matches_the_pmf_of_each_lane(mechanism, n_cells, cells):
+    params = np.array([[0.8, 3.0]])
+    T = nc.tables(mechanism, params, np.array([[20]]))
+    t_L, mu_L, p_L = (np.array(c) for c in zip(*cells))
+    p_L = p_L.astype(np.int64)
+    half = T.lr.shape[2] // 2
+    for t, mu, p in cells:
+        assert nc.fits_lanes(t, mu, T.lc, p, half, n_cells), (t, mu, p)
+    draws, past = _lane_draws(t_L, mu_L.astype(float), p_L, T, n_cells, 20_000, 7)
+    for l, (t, mu, p) in enumerate(cells):
+        pmf = brute(mechanism, params[0, p], t, mu)[0]
+        if np.sort(pmf)[-2] * len(draws) < 5:  # (nearly) a point mass
+            assert np.mean(draws[:, l] == pmf.argmax()) > 0.999
+            continue
+        assert chisquare_pvalue(draws[:, l], 0, pmf) > 1e-3, (t, mu, p)
+    assert past > (0 if n_cells == nc.LANE_CELLS else 5_000)  # the tails are walked
+
+
+def test_sample_lanes_catches_a_wrong_ratio():
+    """The same test fails lanes drawn with a noise 20% wider than the data's."""
+    T = nc.tables("discrete-gaussian", np.array([[1.2 * 0.8]]), np.array([[20]]))
+    draws = _lane_draws(np.array([4]), np.array([2.0]), np.array([0]), T, nc.LANE_CELLS,
+                        20_000, 3)[0]
+    assert chisquare_pvalue(draws[:, 0], 0, brute("discrete-gaussian", 0.8, 4, 2.0)[0]) < 1e-4
+
+
+def test_fits_lanes_only_where_the_tail_bound_and_tables_hold():
+    N = nc.LANE_CELLS
+    T = nc.tables("discrete-gaussian", np.array([[0.3, 3.0]]), np.array([[40]]))
+    half = T.lr.shape[2] // 2
+    assert nc.fits_lanes(N - 1, nc.LANE_MAX_MU, T.lc, 1, half, N)
+    assert not nc.fits_lanes(N, 1.0, T.lc, 1, half, N)  # y~ past the masses
+    assert not nc.fits_lanes(0, nc.LANE_MAX_MU * 1.01, T.lc, 1, half, N)
+    assert not nc.fits_lanes(0, 0.0, T.lc, 1, half, N)  # mu = 0: y = 0 by sample
+    assert not nc.fits_lanes(0, 4.0, T.lc, 1, half, 3)  # ratio mu / (N + 1) not below 1
+    assert not nc.fits_lanes(-half + N - 2, 1.0, T.lc, 1, half, N)  # ratios past the table
+    assert not nc.fits_lanes(-half, 1.0, T.lc, 1, half, N)
+    # sigma 0.3: p(0) / p(15) = e^(225 / 0.18), masses relative to f(0) would overflow
+    assert not nc.fits_lanes(N - 1, 1.0, T.lc, 0, half, N)
+    assert nc.fits_lanes(3, 1.0, T.lc, 0, half, N)

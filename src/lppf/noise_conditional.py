@@ -47,6 +47,10 @@ CORE_MASS = 2.0**-10  # relative mass where the core walk of a draw stops
 TABLE_MAX = 2**20  # longest table per value; beyond it, the formulas
 TABLE_CELLS_MAX = 2**24  # all tables together
 Y_MAX = 2.0**62  # guesses are capped here (rates this large are not counts)
+LANES = 8  # cells drawn side by side by sample_lanes
+LANE_CELLS = 16  # masses y = 0 .. LANE_CELLS - 1 of each lane
+LANE_MAX_MU = 6.0  # largest rate of a lane (keeps the bound on its tail tight)
+LANE_MAX_LOG = 600.0  # largest ln p(0) / p(y~) of a lane (its masses relative to f(0) stay finite)
 _INV = 1.0 / np.arange(1.0, 1025.0)  # 1 / (y + 1) for small y
 
 
@@ -277,6 +281,84 @@ def sample(t, mu, kind, par, var, lr, p, rs, up, down):
                 break
             f *= inv_ratio(y, t, inv_mu, kind, par, lr, p)
             y -= 1
+
+
+@njit(cache=True, inline="always")
+def fits_lanes(t, mu, lc, p, half, n_cells):
+    """Whether :func:`sample_lanes` with ``n_cells`` masses can draw P(y | t, mu) under the
+    noise of value ``p`` whose ratio tables span k = -``half`` .. ``half``: 0 < mu <=
+    ``LANE_MAX_MU`` (so mu < n_cells), y~ < n_cells (every ratio from y = n_cells - 1 on is
+    at most mu / (y + 1), as p(k - 1) <= p(k) for k <= 0), the ratios at k = y~ - y for y <
+    n_cells within the table, and ln p(0) / p(y~) <= ``LANE_MAX_LOG``."""
+    a = t if t >= 0 else -t
+    return (0.0 < mu <= LANE_MAX_MU and mu < n_cells and t < n_cells and a <= half
+            and t - n_cells + 1 >= -half and lc[p, a] >= -LANE_MAX_LOG)
+
+
+@njit(cache=True, inline="always")
+def lane_base(t, p, lr):
+    """Index of p(y~ - 1) / p(y~) for value ``p`` in ``lr.reshape(-1)`` (the flat ratio table
+    of :func:`sample_lanes`); p(y~ - y - 1) / p(y~ - y) is at that index minus y."""
+    size = lr.shape[2]
+    return (3 * p + 1) * size + size // 2 + t
+
+
+@njit(cache=True, inline="always")
+def sample_lanes(n, t_L, mu_L, base_L, p_L, kind, par, var, lr, nr, rs, up, down, cum,
+                 work, y_L):
+    """Exact draws y_l ~ P(y | t_l, mu_l) for the first ``n`` of ``LANES`` lanes, each a cell
+    that :func:`fits_lanes`, side by side; ``y_L`` (LANES,) int gets them.
+
+    ``t_L``, ``mu_L``, ``base_L`` (:func:`lane_base`) and ``p_L`` (LANES,) hold y~, mu, the
+    ratio index and the noise value of each lane (lanes n and beyond: any values that fit,
+    ignored); ``nr`` is ``lr.reshape(-1)``. With N = len(cum), ``cum`` (N, LANES) gets the
+    running sums of the masses f(y) / f(0), y < N, by f(y + 1) / f(y) = mu / (y + 1)
+    p(y~ - y - 1) / p(y~ - y), and
+
+        Z_hi = cum[N - 1] + f(N) / (1 - mu / (N + 1)) >= Z,
+
+    every ratio from y = N on being at most mu / (N + 1). The target u Z_hi (a uniform per
+    lane) is found by counting the sums below it: loops of fixed length over lanes, with no
+    exit to mispredict. A target past the sums walks the tail exactly; one past the tail
+    (probability (Z_hi - Z) / Z_hi) draws the cell again by :func:`sample` (scratch ``up``,
+    ``down``), so each y comes with probability f(y) / Z. ``work`` (2, LANES) is scratch:
+    the last mass and the target."""
+    N = cum.shape[0]
+    for l in range(LANES):
+        work[0, l] = 1.0
+        cum[0, l] = 1.0
+    for y in range(1, N):
+        inv = _INV[y - 1]
+        for l in range(LANES):
+            work[0, l] *= mu_L[l] * inv * nr[base_L[l] - (y - 1)]
+            cum[y, l] = cum[y - 1, l] + work[0, l]
+    for l in range(n):
+        f_next = work[0, l] * mu_L[l] * _INV[N - 1] * nr[base_L[l] - (N - 1)]
+        work[1, l] = uniform(rs) * (cum[N - 1, l] + f_next / (1.0 - mu_L[l] * _INV[N]))
+    for l in range(LANES):
+        y_L[l] = 0
+    for y in range(N):
+        for l in range(LANES):
+            y_L[l] += cum[y, l] <= work[1, l]
+    for l in range(n):
+        if y_L[l] == N:
+            y_L[l] = _lane_tail(N - 1, work[0, l], cum[N - 1, l], work[1, l], t_L[l], mu_L[l],
+                                kind, par, var, lr, p_L[l], rs, up, down)
+
+
+@njit(cache=True)
+def _lane_tail(y, f, cum, target, t, mu, kind, par, var, lr, p, rs, up, down):
+    """The tail of :func:`sample_lanes` past mass f = f(y) and running sum ``cum``: the first
+    y' > y whose running sum passes ``target``, or, once the masses are negligible, a new
+    draw by :func:`sample`."""
+    while True:
+        f *= ratio(y, t, mu, kind, par[p], lr, p)
+        y += 1
+        cum += f
+        if target < cum:
+            return y
+        if f <= TINY_MASS * cum:
+            return sample(t, mu, kind, par[p], var[p], lr, p, rs, up, down)
 
 
 @njit(cache=True)

@@ -142,31 +142,56 @@ def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
                 n += 1
 
 
-@njit(cache=True, parallel=True)
-def sample_counts_noise(Ytil, kind, code, par, var, lr, mu, mask, Y_out, seeds):
+@njit(cache=True, parallel=True, nogil=True)
+def sample_counts_noise(Ytil, kind, code, par, var, lr, lc, mu, mask, Y_out, seeds):
     """Exact update y ~ P(y | y~, mu) ∝ mu^y / y! p(y~ - y) under the noise of
-    :class:`lppf.noise_conditional.Tables` (``kind``, ``code``, ``par``, ``var``, ``lr``; the
-    discrete Gaussian or Skellam noise), in place, one cell at a time
-    (:func:`lppf.noise_conditional.sample`); noiseless cells (code -1): y = y~."""
+    :class:`lppf.noise_conditional.Tables` (``kind``, ``code``, ``par``, ``var``, ``lr``, ``lc``; the
+    discrete Gaussian or Skellam noise), in place; noiseless cells (code -1): y = y~. As in
+    :func:`sample_counts_collapsed`, the cells of a row that fit
+    :func:`lppf.noise_conditional.fits_lanes` are drawn ``LANES`` at a time
+    (:func:`lppf.noise_conditional.sample_lanes`), the others one at a time
+    (:func:`lppf.noise_conditional.sample`)."""
     n_rows, n_cols = Ytil.shape
+    nc = noise_conditional
+    nr = lr.reshape(-1)
+    half = lr.shape[2] // 2
     for c in prange(len(seeds)):
         rs = rng_state(seeds[c])
-        up = np.empty(noise_conditional.WALK_CELLS)
-        down = np.empty(noise_conditional.WALK_CELLS)
+        up, down = np.empty(nc.WALK_CELLS), np.empty(nc.WALK_CELLS)
+        t_L, j_L = np.zeros(LANES, np.int64), np.zeros(LANES, np.int64)
+        base_L, p_L = np.zeros(LANES, np.int64), np.zeros(LANES, np.int64)
+        y_L, mu_L = np.zeros(LANES, np.int64), np.full(LANES, 0.5)
+        base_L[:] = nc.lane_base(0, 0, lr) if half > 0 else 0
+        work, cum = np.empty((2, LANES)), np.empty((nc.LANE_CELLS, LANES))
         for i in range(c * CHUNK, min((c + 1) * CHUNK, n_rows)):
-            for j in range(n_cols):
+            n = 0
+            for j in range(n_cols + 1):  # a full batch is drawn before the next cell
+                if n == LANES or (j == n_cols and n > 0):
+                    nc.sample_lanes(n, t_L, mu_L, base_L, p_L, kind, par, var, lr, nr, rs, up,
+                                    down, cum, work, y_L)
+                    for l in range(n):
+                        Y_out[i, j_L[l]] = y_L[l]
+                    n = 0
+                if j == n_cols:
+                    break
                 if mask[i, j]:
                     continue
                 p = at(code, i, j)
+                t = Ytil[i, j]
                 if p < 0:
-                    Y_out[i, j] = Ytil[i, j]
+                    Y_out[i, j] = t
                     continue
-                Y_out[i, j] = noise_conditional.sample(Ytil[i, j], mu[i, j], kind, par[p],
-                                                       var[p], lr, p, rs, up, down)
+                m = mu[i, j]
+                if half == 0 or not nc.fits_lanes(t, m, lc, p, half, nc.LANE_CELLS):
+                    Y_out[i, j] = nc.sample(t, m, kind, par[p], var[p], lr, p, rs, up, down)
+                    continue
+                t_L[n], j_L[n], mu_L[n], p_L[n] = t, j, m, p
+                base_L[n] = nc.lane_base(t, p, lr)
+                n += 1
 
 
 def sample_counts_tables(Ytil, noise, mu, mask, Y_out, seeds) -> None:
     """:func:`sample_counts_noise` with the noise given as a
     :class:`lppf.noise_conditional.Tables`."""
-    sample_counts_noise(Ytil, noise.kind, noise.code, noise.par, noise.var, noise.lr, mu,
-                        mask, Y_out, seeds)
+    sample_counts_noise(Ytil, noise.kind, noise.code, noise.par, noise.var, noise.lr,
+                        noise.lc, mu, mask, Y_out, seeds)
