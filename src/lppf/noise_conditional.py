@@ -11,7 +11,9 @@ it has one mode. The mode is found by a galloping search on the sign of ln f(y +
 from a Gaussian guess; walks out from it, with masses relative to f(mode) = 1, stop when a
 mass drops below ``TINY_MASS`` of the total. The walk gives an exact inverse-CDF draw
 (:func:`sample`), E[y] and ln Z (:func:`mean_log_z`; here with the normalized p, so that
-ln Z - mu = ln p(y~ | mu)).
+ln Z - mu = ln p(y~ | mu)). Cells with small rates and counts are drawn ``LANES`` at a time
+from the masses f(y) / f(0), y < ``LANE_CELLS`` (:func:`sample_lanes`), as
+:mod:`lppf.conditional` does for the geometric noise.
 
 The noise reaches the kernels as a :class:`Tables`: ``kind`` (:data:`GEOMETRIC`,
 :data:`GAUSSIAN`, :data:`SKELLAM`), per distinct parameter value P: ``par`` (ln alpha,
