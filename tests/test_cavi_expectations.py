@@ -12,6 +12,7 @@ from lppf.expectations import (
     collapsed_local,
     collapsed_refresh,
     digamma_nb,
+    exp_digamma,
     gamma_elbo,
     gamma_moments,
 )
@@ -61,9 +62,17 @@ def test_dense_kernel_matches_cells_and_skips_masked():
 
 
 def test_digamma_matches_scipy():
-    x = np.concatenate([np.linspace(1e-3, 12, 400), np.logspace(1, 8, 50)])
+    x = np.concatenate([np.linspace(1e-3, 12, 400), np.logspace(1, 8, 50),
+                        np.logspace(-300, -3, 30)])
     got = np.array([digamma_nb(v) for v in x])
     np.testing.assert_allclose(got, special.digamma(x), rtol=1e-12, atol=1e-12)
+
+
+def test_exp_digamma_matches_scipy_at_integers_and_between():
+    """Tabulated at the integers 1 .. 1024, computed elsewhere."""
+    x = np.concatenate([np.arange(1.0, 1030.0), np.linspace(1e-3, 40, 333), [2.5e6]])
+    got = np.array([exp_digamma(v) for v in x])
+    np.testing.assert_allclose(got, np.exp(special.digamma(x)), rtol=1e-12)
 
 
 def _bessel_logpmf(m, nu, a):

@@ -51,16 +51,37 @@ def gamma_elbo(shape: np.ndarray, rate: np.ndarray, a0: float, b0: float, m: Mom
     return float(np.sum(prior + entropy))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def digamma_nb(x):
-    """digamma(x) for x > 0: recurrence up to x >= 10, then the asymptotic series."""
+    """digamma(x) for x > 0: the recurrence digamma(x) = digamma(x + 1) - 1 / x up to x >= 10,
+    its terms summed as one fraction p / q (one division), then the asymptotic series."""
     result = 0.0
+    if x < 1e-8:  # keeps q away from underflow
+        result = -1.0 / x
+        x += 1.0
+    p, q = 0.0, 1.0
     while x < 10.0:
-        result -= 1.0 / x
+        p = p * x + q  # p / q + 1 / x
+        q *= x
         x += 1.0
     f = 1.0 / (x * x)
     series = f * (1 / 12 - f * (1 / 120 - f * (1 / 252 - f * (1 / 240 - f / 132))))
-    return result + math.log(x) - 0.5 / x - series
+    return result - p / q + math.log(x) - 0.5 / x - series
+
+
+# exp(digamma(n)) = exp(H_(n-1) - Euler's gamma) at n = 1 .. 1024
+_EXP_DIGAMMA_INT = np.exp(np.concatenate(([0.0], np.cumsum(1.0 / np.arange(1.0, 1024.0))))
+                          - np.euler_gamma)
+
+
+@njit(cache=True, inline="always")
+def exp_digamma(x):
+    """exp(digamma(x)) = G[z] / scale of z ~ Gamma(x, scale), from a table at the integers
+    up to 1024 (the shape 1 + E[g-] of the private local step), else :func:`digamma_nb`."""
+    n = int(x)
+    if n == x and 1 <= n <= len(_EXP_DIGAMMA_INT):
+        return _EXP_DIGAMMA_INT[n - 1]
+    return math.exp(digamma_nb(x))
 
 
 # E[y] and ln Z of the optimal q(y) ∝ S^y / y! alpha^|y~ - y|: the collapsed conditional of
@@ -143,11 +164,11 @@ def _private_rows(Y, alpha, S, Emu, Vmu, shape_plus, shape_minus, mask, R, Ey, s
                 R[d, v] = t / s
                 Ey[d, v] = t
                 continue
-            g_plus = a * math.exp(digamma_nb(shape_plus[d, v]))
-            g_minus = a * math.exp(digamma_nb(shape_minus[d, v]))
+            g_plus = a * exp_digamma(shape_plus[d, v])
+            g_minus = a * exp_digamma(shape_minus[d, v])
             mean = a * shape_plus[d, v] + Emu[d, v]
             var = a * a * shape_plus[d, v] + Vmu[d, v]
-            g_sum = math.exp(math.log(mean) - var / (2.0 * mean * mean))
+            g_sum = mean * math.exp(-var / (2.0 * mean * mean))
             m = bessel_mode_sq(abs(t), g_minus * g_sum)
             y_plus = m if t <= 0 else m + t
             e_g_minus = m - t if t <= 0 else m

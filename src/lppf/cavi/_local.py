@@ -2,9 +2,10 @@
 
 A model exposes ``slots(m)`` (the G[.] arrays whose multilinear product is
 S = sum_k G[mu_k]), ``rate_sum(m, cells)`` (S evaluated from those arrays, dense or at
-``(rows, cols)``), ``mean_mu(m)`` and ``var_mu(m)``. ``refresh`` makes the local factors
-optimal given the current global ones and returns R with E[y_nk] = R_n G[mu_nk], dense
-(n_rows, n_cols) or sparse.
+``(rows, cols)``), ``mean_mu(m)`` and ``var_mu(m)``. ``refresh(model, m, mean_mu=None)``
+makes the local factors optimal given the current global ones and returns R with E[y_nk] =
+R_n G[mu_nk], dense (n_rows, n_cols) or sparse; ``mean_mu``, E[mu] under ``m`` when the
+caller has it, spares the paper's local step a product.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class CountsLocal(_Local):
         self.Ey = self.y
         self.log_fact = float(special.gammaln(self.y + 1.0).sum())
 
-    def refresh(self, model, m):
+    def refresh(self, model, m, mean_mu=None):
         self.slots_u = model.slots(m)
         self.S_u = np.maximum(model.rate_sum(self.slots_u, self.cells), TINY)
         self.loglik = float(np.sum(self.y * np.log(self.S_u))) - self.log_fact
@@ -83,7 +84,7 @@ class CountsLocal(_Local):
 class CollapsedLocal(_Local):
     """Exact optimal q(y) ∝ S^y / y! alpha^|y~ - y| (private-collapsed), every unmasked cell."""
 
-    def refresh(self, model, m):
+    def refresh(self, model, m, mean_mu=None):
         self.slots_u = model.slots(m)
         self.S_u = model.rate_sum(self.slots_u, None)  # floored where used
         self.Ey, R, self.loglik = collapsed_refresh(self.Y, self.alpha, self.S_u, self.mask)
@@ -101,7 +102,7 @@ class NoiseLocal(_Local):
         super().__init__(Y, alpha, mask)
         self.noise = noise
 
-    def refresh(self, model, m):
+    def refresh(self, model, m, mean_mu=None):
         self.slots_u = model.slots(m)
         self.S_u = model.rate_sum(self.slots_u, None)  # floored where used
         self.Ey, R, self.loglik = noise_conditional.local(self.Y, self.noise, self.S_u,
@@ -122,11 +123,12 @@ class BesselLocal(_Local):
         self.shape_plus = prior_shape.copy()
         self.shape_minus = prior_shape.copy()
 
-    def refresh(self, model, m):
+    def refresh(self, model, m, mean_mu=None):
         self.slots_u = model.slots(m)
         self.S_u = np.maximum(model.rate_sum(self.slots_u, None), TINY)
-        R, self.Ey = private_local(self.Y, self.alpha, self.S_u, model.mean_mu(m),
-                                   model.var_mu(m), self.shape_plus, self.shape_minus, self.mask)
+        mean_mu = model.mean_mu(m) if mean_mu is None else mean_mu
+        R, self.Ey = private_local(self.Y, self.alpha, self.S_u, mean_mu, model.var_mu(m),
+                                   self.shape_plus, self.shape_minus, self.mask)
         self.y_hat = self.Ey
         return R
 

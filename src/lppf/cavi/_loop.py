@@ -95,15 +95,15 @@ def iterate(model: GammaModel, local, max_iter: int, tol: float, bar=None) -> Ru
     less than ``tol`` (relative) in one iteration; ``tol = 0`` runs exactly ``max_iter``."""
     run = Run(model, local)
     m = model.moments()
-    R = local.refresh(model, m)
     mu = model.mean_mu(m)
+    R = local.refresh(model, m, mu)
     elbo_old = math.nan
     for _ in range(max_iter):
         model.update(model.alloc_stats(R, m))
         m = model.moments()
-        R = local.refresh(model, m)
-        elbo = local.data_elbo(model, m) + model.prior_elbo(m)
         mu_new = model.mean_mu(m)
+        R = local.refresh(model, m, mu_new)
+        elbo = local.data_elbo(model, m) + model.prior_elbo(m)
         change = relative_change(mu_new, mu)
         run.elbo.append(elbo)
         run.change.append(change)
