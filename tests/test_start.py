@@ -162,3 +162,20 @@ def test_a_capped_start_runs_its_schedule_from_the_nndsvd_restart(data, monkeypa
     assert len(scores) == R and sum(calls) == _start.halving_steps(R, s) + refine
     if R == 1:
         np.testing.assert_array_equal(A, np.maximum(first[0], _start.START_FLOOR))
+
+
+def test_a_start_builds_the_noise_tables_once(monkeypatch):
+    """Every EM step of a discrete Gaussian start reads the same tables (rebuilding them
+    each step cost an M1 fit most of its time)."""
+    from lppf import noise_conditional
+
+    calls = []
+    build = noise_conditional.tables
+    monkeypatch.setattr(noise_conditional, "tables", lambda *a: calls.append(1) or build(*a))
+    rng = np.random.default_rng(0)
+    Y = mechanisms.privatize(rng.poisson(1.0, (30, 20)), rng=rng,
+                             mechanism="discrete-gaussian", sigma=2.0)
+    data = FitData(Y, np.full((1, 1), 2.0), np.zeros(Y.shape, bool),
+                   mechanism="discrete-gaussian")
+    _start.best_start(data, "private-collapsed", 3, 40, rng)
+    assert len(calls) == 1
