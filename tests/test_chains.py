@@ -34,10 +34,10 @@ def _data(model: str):
     return FitData(Y + 0, np.full((1, 1), 0.5), mask)
 
 
-def _fit(model: str, n_chains: int, threads: int = 1, seed: int = 0):
+def _fit(model: str, n_chains: int, threads: int = 1, seed: int = 0, extend: int = 0):
     return fit_mcmc(model, _data(model), method="private-collapsed", n_components=2, a0=0.5,
                     b0=1.0, n_iter=20, burnin=10, thin=5, rng=np.random.default_rng(seed),
-                    threads=threads, n_chains=n_chains)
+                    threads=threads, n_chains=n_chains, extend=extend)
 
 
 @pytest.mark.parametrize("model", ["pmf", "community"])
@@ -61,11 +61,16 @@ def test_chains_share_one_em_start(model):
     assert not np.array_equal(first[0], first[1]) and not np.array_equal(first[1], first[2])
 
 
-@pytest.mark.parametrize(("model", "n_chains"), [("pmf", 2), ("community", 2), ("pmf", 3)])
-def test_chains_identical_for_any_thread_count(model, n_chains):
+@pytest.mark.parametrize(("model", "n_chains", "extend"),
+                         [("pmf", 2, 0), ("community", 2, 0), ("pmf", 3, 0), ("pmf", 4, 2),
+                          ("community", 4, 1)])
+def test_chains_identical_for_any_thread_count(model, n_chains, extend):
     """Two threads run two chains at once (three: two, then the third), one runs them in
-    turn: the pooled result is the same to the bit."""
-    one, two = _fit(model, n_chains, threads=1), _fit(model, n_chains, threads=2)
+    turn: the pooled result is the same to the bit, extensions included (20 sweeps of 2
+    x 2 factors miss the criterion: each ``extend`` runs)."""
+    one = _fit(model, n_chains, threads=1, extend=extend)
+    two = _fit(model, n_chains, threads=2, extend=extend)
+    assert one.extra["extended"] == two.extra["extended"] == extend
     np.testing.assert_array_equal(one.mu_hat, two.mu_hat)
     np.testing.assert_array_equal(one.y_hat, two.y_hat)
     np.testing.assert_array_equal(one.samples["theta"], two.samples["theta"])
@@ -169,6 +174,10 @@ def test_inference_data_round_trip(tmp_path):
     idata = model.to_inference_data()
     assert idata.posterior["theta"].shape == (2, 4, 30, 2)
     assert idata.sample_stats["loglik"].shape == (2, 20)
+    extended = PoissonMF(2, method="private-collapsed", max_iter=30, burnin=10, thin=5,
+                         n_chains=4, extend=1, random_state=0).fit(data.Y, alpha=0.5)
+    assert extended.n_iter_ == 70  # 30, then a window of 40 thinned by 10: 4 samples
+    assert extended.to_inference_data().sample_stats["loglik"].shape == (4, 40)
     idata.to_netcdf(tmp_path / "fit.nc")
     import arviz as az
 

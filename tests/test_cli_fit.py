@@ -123,6 +123,18 @@ def test_chains_idata_and_rhat_warning(inputs, capsys, tmp_path):
         assert posterior["theta"].shape == (3, 5, 70, 2)
 
 
+def test_extend_runs_on_and_records_the_schedule_run(inputs, capsys, tmp_path):
+    out = tmp_path / "fit.npz"
+    code, err = run(capsys, "fit", inputs / "private.npz", out, "--chains", 4, "--seed", 1,
+                    *FAST, "--iterations", 24, "--extend", 1)
+    assert code == 0, err
+    with np.load(out) as z:
+        burnin, thin = int(z["extra_burnin"]), int(z["extra_thin"])
+        assert int(z["extra_extended"]) == 1 and int(z["iterations"]) == z["trace_loglik"].shape[1]
+        assert int(z["iterations"]) - burnin == 2 * (24 - int(json.loads(str(z["config"]))["burnin"]))
+        assert thin == 2 * json.loads(str(z["config"]))["thin"]
+
+
 def test_the_warning_names_the_diagnostic_its_value_and_the_cell(inputs, capsys, tmp_path):
     out = tmp_path / "fit.npz"
     code, err = run(capsys, "fit", inputs / "private.npz", out, "--chains", 4, "--seed", 1,

@@ -150,6 +150,10 @@ def cases(d: Path) -> list[tuple[list[str], str, str]]:
         c.append((["fit", f["private"], out, "--mask", f[mask], *FAST], f[mask], out))
     c.append((["fit", f["near_one"], out, *FAST], f["near_one"], out))
     c.append((["fit", f["private"], out, *FAST, "--chains", "100000"], "--chains", out))
+    for extend in ("-1", "40"):  # negative; 2^41 windows: past 2**31 sweeps
+        c.append((["fit", f["private"], out, *FAST, "--extend", extend], "--extend", out))
+    c.append((["fit", f["private"], out, *FAST, "--inference", "cavi", "--extend", "1"],
+              "--extend", out))
     for idata, culprit in [(f["private"], f["private"]), (out, "--idata"),
                            (str(d / "out" / "taken.npz"), "taken.npz")]:
         c.append((["fit", f["private"], out, *FAST, "--idata", idata], culprit, out))

@@ -297,7 +297,8 @@ def test_convergence_reads_the_fit_diagnostics():
            "diag_cells": np.zeros((3, 2), np.int64), "extra_n_chains": np.int64(4)}
     assert metrics.convergence(fit) == {"rhat_loglik": 1.2, "ess_bulk_loglik": 40.0,
                                         "ess_tail_loglik": 30.0, "rhat_mu_max": 1.3,
-                                        "n_chains": 4.0, "converged": 0.0}
+                                        "n_chains": 4.0, "extended": 0.0, "converged": 0.0}
+    assert metrics.convergence({**fit, "extra_extended": np.int64(2)})["extended"] == 2.0
     good = {**fit, "diag_rhat_loglik": np.float64(1.005), "diag_ess_bulk_loglik": np.float64(400),
             "diag_rhat_mu": np.array([1.01, 1.02, 1.0])}
     assert metrics.convergence(good)["converged"] == 1.0

@@ -51,6 +51,10 @@ _PARAMETERS = f"""
         MCMC: iterations discarded, then every ``thin``-th one kept.
     n_chains : int, default={DEFAULTS['n_chains']}
         MCMC: independent chains, their samples pooled.
+    extend : int, default={DEFAULTS['extend']}
+        MCMC: while the chains (at least 4) miss the convergence criterion, up to this many
+        times, run them on for twice the last sampling window with twice the thinning (the
+        same number of samples), all sweeps before counted as burn-in.
     tol : float, default={DEFAULTS['tol']:g}
         CAVI: stop when the relative change of ``mu_hat`` drops below it (0: never).
     restarts : int, default={DEFAULTS['restarts']}
@@ -115,7 +119,7 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
                  a0: float = DEFAULTS["a0"], b0: float = DEFAULTS["b0"],
                  max_iter: int = DEFAULTS["max_iter"], burnin: int = DEFAULTS["burnin"],
                  thin: int = DEFAULTS["thin"], n_chains: int = DEFAULTS["n_chains"],
-                 tol: float = DEFAULTS["tol"],
+                 extend: int = DEFAULTS["extend"], tol: float = DEFAULTS["tol"],
                  restarts: int = DEFAULTS["restarts"],
                  random_state: int | np.random.Generator | None = DEFAULTS["random_state"],
                  threads: int | None = DEFAULTS["threads"],
@@ -130,6 +134,7 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.burnin = burnin
         self.thin = thin
         self.n_chains = n_chains
+        self.extend = extend
         self.tol = tol
         self.restarts = restarts
         self.random_state = random_state

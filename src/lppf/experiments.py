@@ -43,7 +43,7 @@ FIGURES_BY_TRUTH = {"rescale": ["kl_vs_privacy"], "blocks": ["topics", "topic_er
 FIGURE_FITS = {"topics": "free", "blocks": "free", "posterior_y": "posterior",
                "theta_kl": "fixed"}
 # the options of `lppf fit` that an iteration setting maps to, and the inference using each
-RUN_OPTIONS = {"mcmc": ("iterations", "burnin", "thin", "chains"),
+RUN_OPTIONS = {"mcmc": ("iterations", "burnin", "thin", "chains", "extend"),
                "cavi": ("iterations", "tol", "restarts")}
 # config key of each fit setting (lppf.fitting.DEFAULTS) that differs from it
 CONFIG_KEY = {"max_iter": "iterations", "n_chains": "chains", "n_components": "components"}
@@ -288,7 +288,7 @@ def fit_params(run: Mapping[str, Any], inference: str, **settings: Any) -> dict[
     """The settings of one fit (the keys of :data:`lppf.fitting.DEFAULTS`) from a config's
     iteration settings ``run``, as `lppf fit` gets them (left out: the defaults)."""
     params = {**DEFAULTS, "inference": inference, **settings}
-    for name in ("max_iter", "burnin", "thin", "n_chains", "tol", "restarts"):
+    for name in ("max_iter", "burnin", "thin", "n_chains", "extend", "tol", "restarts"):
         key = CONFIG_KEY.get(name, name)
         if key in RUN_OPTIONS[inference] and run.get(key) is not None:
             params[name] = run[key]

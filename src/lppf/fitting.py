@@ -41,6 +41,7 @@ class Settings:
     burnin: int = 1000
     thin: int = 20
     n_chains: int = 1  # MCMC: independent chains, samples pooled
+    extend: int = 0  # MCMC: times the chains may run on while they miss the criterion
     tol: float = 1e-5  # CAVI: stop when the relative change of mu_hat drops below (0: never)
     restarts: int = 1  # CAVI: random restarts, best ELBO kept
     random_state: Any = None  # int, None (a fresh seed) or a numpy Generator; see ``seed_``
@@ -61,7 +62,8 @@ class Settings:
                   "threads": self.threads, "progress": bool(self.verbose)}
         if self.inference == "mcmc":
             return {**common, "n_iter": int(self.max_iter), "burnin": int(self.burnin),
-                    "thin": int(self.thin), "n_chains": int(self.n_chains)}
+                    "thin": int(self.thin), "n_chains": int(self.n_chains),
+                    "extend": int(self.extend)}
         return {**common, "max_iter": int(self.max_iter), "tol": float(self.tol),
                 "restarts": int(self.restarts)}
 
@@ -192,7 +194,8 @@ class Fit:
             raise ImportError("to_inference_data needs ArviZ: pip install 'lppf[arviz]'"
                               ) from None
         n_chains = int(r.extra["n_chains"])
-        loglik = np.reshape(r.trace["loglik"], (n_chains, -1))[:, int(self.params["burnin"]):]
+        burnin = int(r.extra.get("burnin", self.params["burnin"]))  # extended: more
+        loglik = np.reshape(r.trace["loglik"], (n_chains, -1))[:, burnin:]
         return to_inference_data(r.samples, loglik, r.diagnostics["mu_cells"], n_chains)
 
     def writer(self, input_path: str | os.PathLike[str] | None = None):

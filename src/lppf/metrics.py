@@ -331,16 +331,18 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
 def convergence(fit) -> dict[str, float]:
     """MCMC diagnostics of a fit (its ``diag_*`` arrays, :mod:`lppf.diagnostics`): split R-hat
     and bulk and tail ESS of the log-likelihood trace, the largest R-hat over the diagnosed
-    cells of mu, the number of chains and ``converged`` (1.0 when the fit meets the
+    cells of mu, the number of chains, ``extended`` (how often the chains ran on past their
+    schedule; 0 for fits before that option) and ``converged`` (1.0 when the fit meets the
     criterion of :func:`lppf.diagnostics.convergence_problem`, else 0.0)."""
     from lppf.diagnostics import convergence_problem
 
     diagnostics = part(fit, "diagnostics")
     rhat_mu = np.asarray(diagnostics["rhat_mu"], dtype=float)
-    n_chains = int(part(fit, "extra").get("n_chains", 1))
+    extra = part(fit, "extra")
+    n_chains = int(extra.get("n_chains", 1))
     return {"rhat_loglik": float(diagnostics["rhat_loglik"]),
             "ess_bulk_loglik": float(diagnostics["ess_bulk_loglik"]),
             "ess_tail_loglik": float(diagnostics.get("ess_tail_loglik", math.nan)),
             "rhat_mu_max": float(np.nanmax(rhat_mu)) if np.isfinite(rhat_mu).any() else math.nan,
-            "n_chains": float(n_chains),
+            "n_chains": float(n_chains), "extended": float(extra.get("extended", 0)),
             "converged": float(convergence_problem(diagnostics, n_chains) is None)}

@@ -262,9 +262,12 @@ def _float(name: str, value: Any, allow_zero: bool = False) -> float:
 
 def check_params(*, method: str, inference: str, n_components: Any, a0: Any, b0: Any,
                  max_iter: Any, burnin: Any, thin: Any, tol: Any, restarts: Any,
-                 n_chains: Any = 1, random_state: Any = None, threads: Any = None) -> None:
+                 n_chains: Any = 1, extend: Any = 0, random_state: Any = None,
+                 threads: Any = None) -> None:
     """Check the settings of a fit. MCMC keeps ``(max_iter - burnin) // thin`` samples: at
-    least one is required. ``random_state``: None, a seed or a numpy Generator."""
+    least one is required; ``extend`` extensions may run ``max_iter + (max_iter - burnin)
+    (2^(extend + 1) - 2)`` sweeps in all, below 2**31. ``random_state``: None, a seed or a
+    numpy Generator."""
     if method not in METHODS:
         raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}", "method")
     if inference not in INFERENCES:
@@ -290,6 +293,10 @@ def check_params(*, method: str, inference: str, n_components: Any, a0: Any, b0:
         if max_iter - burnin < thin:
             raise InputError(f"max_iter ({max_iter}) must exceed burnin ({burnin}) by at least "
                              f"thin ({thin}) to keep one sample", "burnin")
+        _int("extend", extend, minimum=0)
+        if max_iter + (max_iter - burnin) * (2 ** (extend + 1) - 2) >= COUNT_LIMIT:
+            raise InputError(f"extend = {extend} could run more than 2**31 sweeps "
+                             f"(max_iter {max_iter}, burnin {burnin})", "extend")
 
 
 def factor_shapes(model: str, shape: tuple[int, int], n_components: int

@@ -11,7 +11,7 @@ PARAMETERS = ["e0", "heldout", "alpha", "eps_n", "eps_mean", "beta_mean", "mecha
               "epsilon", "variance", "noise_variance"]
 METRICS = ["mae_y", "mae_mu", "kl", "topic_l1", "heldout_mae", "heldout_baseline_mae", "npmi",
            "umass", "coverage90", "rhat_loglik", "rhat_mu_max", "ess_bulk_loglik",
-           "ess_tail_loglik", "n_chains", "converged", "fit_seconds"]
+           "ess_tail_loglik", "n_chains", "extended", "converged", "fit_seconds"]
 
 
 def summarize(fits: pd.DataFrame) -> pd.DataFrame:

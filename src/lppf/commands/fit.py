@@ -43,7 +43,8 @@ from lppf.validation import (
 )
 
 # options of one inference only: (option, attribute, inference it belongs to)
-ONLY = (("--chains", "chains", "mcmc"), ("--idata", "idata", "mcmc"),
+ONLY = (("--chains", "chains", "mcmc"), ("--extend", "extend", "mcmc"),
+        ("--idata", "idata", "mcmc"),
         ("--tol", "tol", "cavi"), ("--restarts", "restarts", "cavi"))
 
 
@@ -68,6 +69,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--chains", type=int, metavar="N",
                    help=f"MCMC: independent chains, samples pooled, at most 1000 "
                         f"(default {DEFAULTS['n_chains']})")
+    p.add_argument("--extend", type=int, metavar="R",
+                   help="MCMC: while the chains (at least 4) miss the convergence criterion, "
+                        "up to R times, run them on for twice the last sampling window, "
+                        f"thinned twice as much (default {DEFAULTS['extend']})")
     p.add_argument("--idata", type=Path, metavar="OUT.nc",
                    help="MCMC: also write the samples as ArviZ InferenceData (netCDF; needs "
                         "lppf[arviz])")
@@ -264,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
     fix = {name: load_npy(path, f"--fix-{name}") for name in ("theta", "phi", "pi")
            if (path := getattr(args, f"fix_{name}")) is not None}
     given = {"burnin": args.burnin, "thin": args.thin, "n_chains": args.chains,
-             "tol": args.tol, "restarts": args.restarts}
+             "extend": args.extend, "tol": args.tol, "restarts": args.restarts}
     params = {**DEFAULTS, "n_components": args.components, "method": args.method,
               "inference": args.inference, "a0": args.a0, "b0": args.b0,
               "max_iter": args.iterations,

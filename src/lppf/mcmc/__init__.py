@@ -14,5 +14,5 @@ def fit_mcmc(model: str, data: FitData, **keywords: Any) -> FitResult:
     ``"community"``), samples pooled (:mod:`lppf.mcmc._driver`); the keywords are those of
     every MCMC backend (:mod:`lppf.backends`): ``method``, ``n_components``, ``a0``,
     ``b0``, ``n_iter``, ``burnin``, ``thin``, ``rng``, ``threads``, ``progress``,
-    ``n_chains``."""
+    ``n_chains``, ``extend``."""
     return backend(model, "mcmc")(data, **keywords)

@@ -29,7 +29,7 @@ import numpy as np
 from lppf._numba import concurrent_kernels
 from lppf._numba import threads as numba_threads
 from lppf._progress import progress_bar
-from lppf.diagnostics import chain_diagnostics, diagnostic_cells
+from lppf.diagnostics import MIN_CHAINS, chain_diagnostics, convergence_problem, diagnostic_cells
 from lppf.results import FitResult
 
 
@@ -147,7 +147,7 @@ def run_chain(chain: Chain, n_iter: int, burnin: int, thin: int, cells: np.ndarr
 
 def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], *,
                n_chains: int, n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
-               mask: np.ndarray, progress: bool, desc: str) -> FitResult:
+               mask: np.ndarray, progress: bool, desc: str, extend: int = 0) -> FitResult:
     """Run ``n_chains`` chains built by ``make_chain(rng) -> (chain, start info)`` and pool them.
 
     ``mu_hat`` and ``y_hat`` (private methods; held-out cells get ``mu_hat``) are means over
@@ -157,9 +157,16 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
     ``elapsed`` sums the seconds of ``burnin`` (the starts included) and ``sampling`` over
     chains (chains that run at the same time overlap: the sum is not wall time); ``extra``
     holds the start information of each chain (``start_*``, one row per chain when there
-    are several) and ``n_chains``; ``diagnostics`` R-hat and ESS
-    (:func:`lppf.diagnostics.chain_diagnostics`) and ``mu_cells`` (n_chains, S, m), mu at
-    the diagnosed cells.
+    are several), ``n_chains`` and the schedule run (``burnin``, ``thin``, ``extended``);
+    ``diagnostics`` R-hat and ESS (:func:`lppf.diagnostics.chain_diagnostics`) and
+    ``mu_cells`` (n_chains, S, m), mu at the diagnosed cells.
+
+    Extension, a warm-up sized by the diagnostics: while the chains (at least ``MIN_CHAINS``)
+    miss the convergence criterion (:func:`lppf.diagnostics.convergence_problem`), up to
+    ``extend`` times, every chain runs on for twice the last sampling window with twice the
+    thinning (the same S saved samples), and all sweeps before count as burn-in: the k-th
+    extension ends after ``n_iter + (n_iter - burnin) (2^(k+1) - 2)`` sweeps. Only the last
+    window's samples are kept and diagnosed; a fit that meets the criterion stops there.
     """
     S = n_saved(n_iter, burnin, thin)
     if S < 1:
@@ -169,7 +176,7 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
 
     stop = threading.Event()  # set when a chain fails or the fit is interrupted
 
-    def one(c: int, per_chain: int, chain_info=None) -> tuple[dict, dict, Chain]:
+    def one(c: int, per_chain: int, chain_info, schedule) -> tuple[dict, dict, Chain]:
         if stop.is_set():
             raise Stopped
         with numba_threads(per_chain):  # numba's thread count is per (Python) thread
@@ -177,9 +184,23 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
             chain, info = chain_info or make_chain(rngs[c])
             made = time.perf_counter() - tic
             rows = {k: v[c * S:(c + 1) * S] for k, v in samples.items()}
-            run = run_chain(chain, n_iter, burnin, thin, cells, bar, rows, stop)
+            run = run_chain(chain, *schedule, cells, bar, rows, stop)
         run["elapsed"]["burnin"] += made
         return run, info, chain
+
+    def run_all(chain_infos, schedule) -> list[tuple[dict, dict, Chain]]:
+        workers = min(n_chains, numba.get_num_threads()) if concurrent_kernels() else 1
+        per_chain = numba.get_num_threads() // workers
+        jobs = [(c, per_chain, chain_infos[c], schedule) for c in range(n_chains)]
+        if workers == 1:
+            return [one(*job) for job in jobs]
+        with ThreadPoolExecutor(workers) as pool:
+            try:
+                return list(pool.map(lambda job: one(*job), jobs))
+            except BaseException:  # Ctrl-C or a failed chain: the others stop too
+                stop.set()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
 
     with progress_bar(n_iter * n_chains, progress, desc) as bar:
         tic = time.perf_counter()
@@ -187,23 +208,25 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
         made = time.perf_counter() - tic
         samples = {k: np.empty((n_chains * S, *np.shape(v)), np.result_type(v))
                    for k, v in first[0].factors().items()}  # the pooled samples, filled in place
-        workers = min(n_chains, numba.get_num_threads()) if concurrent_kernels() else 1
-        per_chain = numba.get_num_threads() // workers
-        jobs = [(c, per_chain, first if c == 0 else None) for c in range(n_chains)]
-        if workers == 1:
-            out = [one(*job) for job in jobs]
-        else:
-            with ThreadPoolExecutor(workers) as pool:
-                try:
-                    out = list(pool.map(lambda job: one(*job), jobs))
-                except BaseException:  # Ctrl-C or a failed chain: the others stop too
-                    stop.set()
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise
-    runs, starts = [r for r, _, _ in out], [i for _, i, _ in out]
-    chain = out[-1][2]
-    runs[0]["elapsed"]["burnin"] += made
-    elapsed = {k: sum(r["elapsed"][k] for r in runs) for k in ("burnin", "sampling")}
+        out = run_all([first] + [None] * (n_chains - 1), (n_iter, burnin, thin))
+        out[0][0]["elapsed"]["burnin"] += made
+        starts = [i for _, i, _ in out]
+        traces = [[r["loglik"]] for r, _, _ in out]
+        spent = sum(r["elapsed"]["burnin"] for r, _, _ in out)
+        window, step, extended = n_iter - burnin, thin, 0
+        diagnostics = _diagnose(out, burnin, cells)
+        while (extended < extend and n_chains >= MIN_CHAINS
+               and convergence_problem(diagnostics, n_chains) is not None):
+            extended += 1
+            window, step = 2 * window, 2 * step
+            spent += sum(r["elapsed"]["sampling"] for r, _, _ in out)
+            bar.grow(window * n_chains)
+            out = run_all([(c, i) for _, i, c in out], (window, 0, step))
+            for trace, (r, _, _) in zip(traces, out, strict=True):
+                trace.append(r["loglik"])
+            diagnostics = _diagnose(out, 0, cells)
+    runs, chain = [r for r, _, _ in out], out[-1][2]
+    loglik = np.stack([np.concatenate(t) for t in traces])
     total = S * n_chains
     if runs[0]["mu_sum"] is None:
         if not hasattr(chain, "mean_mu"):
@@ -214,18 +237,26 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
     y_hat = None
     if runs[0]["y_sum"] is not None:
         y_hat = np.where(mask, mu_hat, sum(r["y_sum"] for r in runs) / total)
-    loglik = np.stack([r["loglik"] for r in runs])
     extra = {f"start_{k}": (np.asarray(starts[0][k]) if n_chains == 1 else
                                  np.stack([np.asarray(s[k]) for s in starts]))
              for k in starts[0]}
-    extra["n_chains"] = n_chains
-    mu_cells = np.stack([r["mu_cells"] for r in runs])
-    diagnostics = chain_diagnostics(loglik[:, burnin:], mu_cells, cells)
+    n_total = loglik.shape[1]
+    extra.update(n_chains=n_chains, burnin=n_total - window, thin=step, extended=extended)
+    elapsed = {"burnin": spent + (sum(r["elapsed"]["burnin"] for r in runs) if extended else 0),
+               "sampling": sum(r["elapsed"]["sampling"] for r in runs)}
     return FitResult(
         mu_hat=mu_hat,
         factors={k: v.mean(axis=0) for k, v in samples.items()},
-        n_iter=n_iter, elapsed=elapsed, y_hat=y_hat, samples=samples,
+        n_iter=n_total, elapsed=elapsed, y_hat=y_hat, samples=samples,
         log_joint=np.concatenate([r["log_joint"] for r in runs]),
         trace={"loglik": loglik[0] if n_chains == 1 else loglik}, extra=extra,
-        diagnostics={**diagnostics, "mu_cells": mu_cells},
+        diagnostics=diagnostics,
     )
+
+
+def _diagnose(out: list[tuple[dict, dict, Chain]], burnin: int, cells: np.ndarray) -> dict:
+    """:func:`lppf.diagnostics.chain_diagnostics` of the chains' last runs ``out`` (their
+    log likelihood after ``burnin``) with ``mu_cells`` (n_chains, S, m)."""
+    mu_cells = np.stack([r["mu_cells"] for r, _, _ in out])
+    loglik = np.stack([r["loglik"][burnin:] for r, _, _ in out])
+    return {**chain_diagnostics(loglik, mu_cells, cells), "mu_cells": mu_cells}

@@ -341,8 +341,9 @@ def make_state(problem: Problem, Theta_VC: np.ndarray, Pi_CC: np.ndarray,
 def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
                        n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
                        threads: int | None = None, progress: bool = False,
-                       n_chains: int = 1) -> FitResult:
-    """Gibbs sampling for the community model, ``n_chains`` chains pooled
+                       n_chains: int = 1, extend: int = 0) -> FitResult:
+    """Gibbs sampling for the community model, ``n_chains`` chains pooled, extended up to
+    ``extend`` times while they miss the convergence criterion
     (:func:`lppf.mcmc._driver.run_chains`); ``n_iter`` counts the ``burnin`` iterations.
 
     Samples are saved after burn-in at every ``thin``-th iteration. ``mu_hat`` (V, V) and
@@ -368,7 +369,7 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
     with numba_threads(threads), at_most(n_chunks(problem.Ytil_VV.shape[0])), blas_single():
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
                           thin=thin, rng=rng, mask=~problem.obs_VV, progress=progress,
-                          desc=f"community {method}")
+                          desc=f"community {method}", extend=extend)
 
 
 class CommunityChain:

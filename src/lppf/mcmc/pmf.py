@@ -493,9 +493,10 @@ def mean_product(Theta_S: np.ndarray, Phi_S: np.ndarray) -> np.ndarray:
 def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
                  n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
                  threads: int | None = None, progress: bool = False,
-                 n_chains: int = 1) -> FitResult:
+                 n_chains: int = 1, extend: int = 0) -> FitResult:
     """Run ``n_chains`` chains of ``n_iter`` iterations (including ``burnin``), saving every
-    ``thin``-th state after the burn-in (:func:`lppf.mcmc._driver.run_chains`).
+    ``thin``-th state after the burn-in, extended up to ``extend`` times while they miss the
+    convergence criterion (:func:`lppf.mcmc._driver.run_chains`).
 
     The chains start at the best of several EM fits of the observed data
     (:mod:`lppf.start`), run once, from the first chain's generator, and shared by
@@ -523,4 +524,4 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
     with numba_threads(threads), blas_single():
         return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
                           thin=thin, rng=rng, mask=data.mask, progress=progress,
-                          desc=f"pmf {method}")
+                          desc=f"pmf {method}", extend=extend)
