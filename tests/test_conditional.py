@@ -57,6 +57,11 @@ def test_mixture_pmf_matches_brute_force_and_support_holds_the_mass():
             y, pmf, _ = brute(t[n], a[n], mu)
             want += np.interp(y_mW[n], y, pmf, right=0.0) / len(mu_Sm)
         np.testing.assert_allclose(got[n], want, rtol=1e-10, atol=1e-300)
+    # grids walked from the value nearest the mode (consecutive) or taken value by value
+    for grid in (y_mW, y_mW[:, :40], y_mW[:, -30:]):  # whole, below and above most modes
+        walked = conditional.mixture_pmf(t, a, mu_Sm, grid)
+        valued = conditional.mixture_pmf(t, a, mu_Sm, np.ascontiguousarray(grid[:, ::-1]))
+        np.testing.assert_allclose(walked, valued[:, ::-1], rtol=1e-10, atol=1e-300)
 
 
 def test_point_masses():

@@ -113,6 +113,10 @@ def test_mixture_pmf_averages_the_brute_force_conditionals():
     want = (brute("skellam", 1.5, 6, 0.5)[0][:40] + brute("skellam", 1.5, 6, 3.0)[0][:40]) / 2
     np.testing.assert_allclose(got[0], want, rtol=1e-10, atol=1e-15)
     np.testing.assert_array_equal(got[1], np.arange(40) == 3)  # noiseless: y = y~
+    # walked from the mode on a consecutive grid, value by value on another
+    reverse = nc.mixture_pmf(np.array([6, 3]), T.code[0], np.array([[0.5, 1.0], [3.0, 2.0]]),
+                             np.ascontiguousarray(y_mW[:, ::-1]), T)
+    np.testing.assert_allclose(reverse[:, ::-1], got, rtol=1e-10, atol=1e-300)
     lo, hi = nc.support(np.array([6.0]), np.array([3.0]), np.array([0.5]), np.array([3.0]))
     assert brute("skellam", 1.5, 6, 0.5)[0][lo[0]:hi[0] + 1].sum() > 1 - 1e-12
 

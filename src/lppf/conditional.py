@@ -450,7 +450,10 @@ def mean_log_z(t, a, mu):
 
 @njit(cache=True)
 def _add_pmf(t, a, mu, y_W, weight, out_W):
-    """out_W += weight * P(y_W | t, mu)."""
+    """out_W += weight * P(y_W | t, mu). On a grid of consecutive values (the usual one) the
+    pmf is taken at the grid's value nearest the mode and carried to the others by the
+    ratios of :func:`ratio` (a mass that underflows to 0 ends its walk); elsewhere from its
+    logarithm at each value."""
     if a == 0.0 or mu <= 0.0:
         at = t if a == 0.0 else 0
         for w in range(len(y_W)):
@@ -459,10 +462,35 @@ def _add_pmf(t, a, mu, y_W, weight, out_W):
         return
     log_a, log_mu = math.log(a), math.log(mu)
     log_z = mean_log_z_noisy(t, a, mu, 1.0 / a, log_a)[1]
-    for w in range(len(y_W)):
-        y = y_W[w]
-        if y >= 0:
-            out_W[w] += weight * math.exp(log_f(y, t, log_mu, log_a) - log_z)
+    n = len(y_W)
+    if n == 0:
+        return
+    y0 = y_W[0]
+    consecutive = y0 >= 0
+    for w in range(n):
+        consecutive &= y_W[w] == y0 + w
+    if not consecutive:
+        for w in range(n):
+            y = y_W[w]
+            if y >= 0:
+                out_W[w] += weight * math.exp(log_f(y, t, log_mu, log_a) - log_z)
+        return
+    c_lo, c_hi = mu / a, mu * a
+    m = min(max(mode(t, c_lo, c_hi), y0), y0 + n - 1)
+    p_m = weight * math.exp(log_f(m, t, log_mu, log_a) - log_z)
+    p = p_m
+    for y in range(m, y0 + n):  # up: p(y) to p(y + 1)
+        out_W[y - y0] += p
+        p *= ratio(y, t, c_lo, c_hi)
+        if p == 0.0:
+            break
+    ic_lo, ic_hi = a / mu, 1.0 / (mu * a)
+    p = p_m
+    for y in range(m, y0, -1):  # down: p(y) to p(y - 1)
+        p *= inv_ratio(y, t, ic_lo, ic_hi)
+        if p == 0.0:
+            break
+        out_W[y - 1 - y0] += p
 
 
 @njit(cache=True)

@@ -206,8 +206,9 @@ def posterior_y_interval(y_tilde: np.ndarray, alpha: np.ndarray, mu_Sm: np.ndarr
                          mechanism: str = "geometric"):
     """Equal-tailed ``level`` posterior intervals (lower, upper), each (m,), of the true counts.
 
-    Each cell's pmf is evaluated on its own support (:func:`_support`), a chunk of cells at a
-    time so that at most about ``max_values`` grid values are held at once. ``alpha``: the
+    Each cell's pmf is evaluated on its own support (:func:`_support`), a chunk of cells of
+    similar widths at a time (the narrowest first) so that at most about ``max_values`` grid
+    values are held at once and narrow cells are not padded to the widest. ``alpha``: the
     parameter of the noise of ``mechanism`` (:mod:`lppf.noise_conditional` for the discrete
     Gaussian and Skellam noise).
     """
@@ -227,15 +228,19 @@ def posterior_y_interval(y_tilde: np.ndarray, alpha: np.ndarray, mu_Sm: np.ndarr
 
         def pmf(part, y_mW):
             return nc.mixture_pmf(t[part], code[part], mu_Sm[:, part], y_mW, noise)
-    width = int((hi - lo).max(initial=0)) + 1
+    order = np.argsort(hi - lo, kind="stable")
+    widths = (hi - lo)[order] + 1
     lower, upper = np.empty(t.size, np.int64), np.empty(t.size, np.int64)
-    step = max(1, max_values // width)
-    for start in range(0, t.size, step):
-        part = slice(start, start + step)
-        y_mW = lo[part, None] + np.arange(width)[None, :]
+    start = 0
+    while start < t.size:  # the most cells whose count times the widest <= max_values
+        fits = np.arange(1, t.size - start + 1) * widths[start:] <= max_values
+        stop = start + max(int(fits.sum()), 1)
+        part = order[start:stop]
+        y_mW = lo[part, None] + np.arange(widths[stop - 1])[None, :]
         cdf = np.cumsum(pmf(part, y_mW), axis=1)
         lower[part] = lo[part] + (cdf < (1 - level) / 2).sum(axis=1)
         upper[part] = lo[part] + (cdf < (1 + level) / 2).sum(axis=1)
+        start = stop
     return lower, upper
 
 

@@ -539,15 +539,49 @@ def _mixture_pmf(t_m, code_m, mu_Sm, y_mW, kind, par, var, lnorm, lr, lc):
                     out_mW[n, w] += (y_mW[n, w] == t) / n_samples
                 continue
             mu = max(mu_Sm[s, n], TINY_RATE)
-            log_mu = math.log(mu)
             log_z = mean_log_z(t, mu, kind, par[p], var[p], lnorm[p], lr, lc, p)[1]
-            for w in range(y_mW.shape[1]):
-                y = y_mW[n, w]
-                if y >= 0:
-                    log_f = (y * log_mu - math.lgamma(y + 1.0)
-                             + log_noise(kind, t - y, par[p], lnorm[p], lr, lc, p))
-                    out_mW[n, w] += math.exp(log_f - log_z) / n_samples
+            _add_pmf(t, mu, log_z, kind, par[p], var[p], lnorm[p], lr, lc, p, y_mW[n],
+                     1.0 / n_samples, out_mW[n])
     return out_mW
+
+
+@njit(cache=True)
+def _add_pmf(t, mu, log_z, kind, par, var, lnorm, lr, lc, p, y_W, weight, out_W):
+    """out_W += weight * P(y_W | t, mu) (ln Z given). On a grid of consecutive counts the
+    pmf is taken at the grid's value nearest the mode and carried to the others by
+    :func:`ratio` and :func:`inv_ratio` (a mass that underflows to 0 ends its walk);
+    elsewhere from its logarithm at each value."""
+    n = len(y_W)
+    if n == 0:
+        return
+    log_mu = math.log(mu)
+    y0 = y_W[0]
+    consecutive = y0 >= 0
+    for w in range(n):
+        consecutive &= y_W[w] == y0 + w
+    if not consecutive:
+        for w in range(n):
+            y = y_W[w]
+            if y >= 0:
+                log_f = (y * log_mu - math.lgamma(y + 1.0)
+                         + log_noise(kind, t - y, par, lnorm, lr, lc, p))
+                out_W[w] += weight * math.exp(log_f - log_z)
+        return
+    m = min(max(mode(t, mu, kind, par, var, lr, p), y0), y0 + n - 1)
+    log_fm = m * log_mu - math.lgamma(m + 1.0) + log_noise(kind, t - m, par, lnorm, lr, lc, p)
+    f_m = weight * math.exp(log_fm - log_z)
+    f = f_m
+    for y in range(m, y0 + n):  # up: f(y) to f(y + 1)
+        out_W[y - y0] += f
+        f *= ratio(y, t, mu, kind, par, lr, p)
+        if f == 0.0:
+            break
+    f, inv_mu = f_m, 1.0 / mu
+    for y in range(m, y0, -1):  # down: f(y) to f(y - 1)
+        f *= inv_ratio(y, t, inv_mu, kind, par, lr, p)
+        if f == 0.0:
+            break
+        out_W[y - 1 - y0] += f
 
 
 def mixture_pmf(t_m: np.ndarray, code_m: np.ndarray, mu_Sm: np.ndarray, y_mW: np.ndarray,
