@@ -225,13 +225,16 @@ def posterior_y(smk, n_cells=25, seed=0):
 
 def theta_kl(smk):
     """S1 (000 fig. 1 right): mean elementwise Poisson KL(Theta* || Theta sample) over the
-    iterations of a chain holding Phi at its true value, one line per noise level."""
+    iterations of chains holding Phi at its true value, one line per noise level (the mean
+    over the chains, with a band) at the iterations the fit saved (extensions included)."""
     mcmc = {"burnin": DEFAULTS["burnin"], "thin": DEFAULTS["thin"], **smk.params.mcmc}
     frames = []
     for f, fit in _fit_grid(smk):
         truth = load_npz(f["truth"])
         kl = metrics.kl_trace(fit[samples_key("theta")], truth["theta"])
-        iteration = mcmc["burnin"] + mcmc["thin"] * np.arange(1, len(kl) + 1)
+        burnin, thin = (int(fit.get(f"extra_{k}", mcmc[k])) for k in ("burnin", "thin"))
+        n_chains = int(fit.get("extra_n_chains", 1))  # chains stacked: their mean and band
+        iteration = burnin + thin * np.tile(np.arange(1, len(kl) // n_chains + 1), n_chains)
         frames.append(pd.DataFrame({"iteration": iteration, "KL": kl, "noise": f["grid"],
                                     "method": f["method"]}))
     g = sns.relplot(pd.concat(frames), x="iteration", y="KL", hue="noise", style="method",
