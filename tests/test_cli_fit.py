@@ -129,10 +129,10 @@ def test_extend_runs_on_and_records_the_schedule_run(inputs, capsys, tmp_path):
                     *FAST, "--iterations", 24, "--extend", 1)
     assert code == 0, err
     with np.load(out) as z:
-        burnin, thin = int(z["extra_burnin"]), int(z["extra_thin"])
-        assert int(z["extra_extended"]) == 1 and int(z["iterations"]) == z["trace_loglik"].shape[1]
-        assert int(z["iterations"]) - burnin == 2 * (24 - int(json.loads(str(z["config"]))["burnin"]))
-        assert thin == 2 * json.loads(str(z["config"]))["thin"]
+        config = json.loads(str(z["config"]))
+        n_iter, burnin, thin = (int(z[k]) for k in ("iterations", "extra_burnin", "extra_thin"))
+        assert int(z["extra_extended"]) == 1 and n_iter == z["trace_loglik"].shape[1]
+        assert n_iter - burnin == 2 * (24 - config["burnin"]) and thin == 2 * config["thin"]
 
 
 def test_the_warning_names_the_diagnostic_its_value_and_the_cell(inputs, capsys, tmp_path):

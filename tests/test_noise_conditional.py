@@ -160,7 +160,7 @@ LANE_CELLS_CASES = [  # (y~, mu, value): both values of one table, y~ <= 0 and u
 def test_sample_lanes_matches_the_pmf_of_each_lane(mechanism, n_cells, cells):
     params = np.array([[0.8, 3.0]])
     T = nc.tables(mechanism, params, np.array([[20]]))
-    t_L, mu_L, p_L = (np.array(c) for c in zip(*cells))
+    t_L, mu_L, p_L = (np.array(c) for c in zip(*cells, strict=True))
     p_L = p_L.astype(np.int64)
     half = T.lr.shape[2] // 2
     for t, mu, p in cells:

@@ -212,7 +212,7 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
         out[0][0]["elapsed"]["burnin"] += made
         starts = [i for _, i, _ in out]
         traces = [[r["loglik"]] for r, _, _ in out]
-        spent = sum(r["elapsed"]["burnin"] for r, _, _ in out)
+        spent = sum(r["elapsed"]["burnin"] for r, _, _ in out)  # with the rounds before the last
         window, step, extended = n_iter - burnin, thin, 0
         diagnostics = _diagnose(out, burnin, cells)
         while (extended < extend and n_chains >= MIN_CHAINS
@@ -242,8 +242,7 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
              for k in starts[0]}
     n_total = loglik.shape[1]
     extra.update(n_chains=n_chains, burnin=n_total - window, thin=step, extended=extended)
-    elapsed = {"burnin": spent + (sum(r["elapsed"]["burnin"] for r in runs) if extended else 0),
-               "sampling": sum(r["elapsed"]["sampling"] for r in runs)}
+    elapsed = {"burnin": spent, "sampling": sum(r["elapsed"]["sampling"] for r in runs)}
     return FitResult(
         mu_hat=mu_hat,
         factors={k: v.mean(axis=0) for k, v in samples.items()},

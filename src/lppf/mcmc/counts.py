@@ -145,8 +145,9 @@ def sample_counts_collapsed(Ytil, alpha, mu, mask, Y_out, seeds):
 @njit(cache=True, parallel=True, nogil=True)
 def sample_counts_noise(Ytil, kind, code, par, var, lr, lc, mu, mask, Y_out, seeds):
     """Exact update y ~ P(y | y~, mu) ∝ mu^y / y! p(y~ - y) under the noise of
-    :class:`lppf.noise_conditional.Tables` (``kind``, ``code``, ``par``, ``var``, ``lr``, ``lc``; the
-    discrete Gaussian or Skellam noise), in place; noiseless cells (code -1): y = y~. As in
+    :class:`lppf.noise_conditional.Tables` (``kind``, ``code``, ``par``, ``var``, ``lr``,
+    ``lc``; the discrete Gaussian or Skellam noise), in place; noiseless cells (code -1):
+    y = y~. As in
     :func:`sample_counts_collapsed`, the cells of a row that fit
     :func:`lppf.noise_conditional.fits_lanes` are drawn ``LANES`` at a time
     (:func:`lppf.noise_conditional.sample_lanes`), the others one at a time
