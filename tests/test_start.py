@@ -93,7 +93,7 @@ def test_successive_halving_spends_the_pilot_budget_on_the_restarts_still_in_con
     refine on the survivor."""
     steps_of, calls = {}, []
 
-    def fake_em(data, method, A, B, n, model="pmf"):
+    def fake_em(data, method, A, B, n, model="pmf", noise=None):
         key = int(A[0, 0] * 1e6)  # the restart's identity, set below
         steps_of[key] = steps_of.get(key, 0) + n
         calls.append((key, n))
@@ -148,7 +148,7 @@ def test_a_capped_start_costs_at_most_its_share_of_the_chain(n_iter):
 def test_a_capped_start_runs_its_schedule_from_the_nndsvd_restart(data, monkeypatch):
     calls = []
 
-    def fake_em(data, method, A, B, n, model="pmf"):
+    def fake_em(data, method, A, B, n, model="pmf", noise=None):
         calls.append(n)
         return -float(A[0, 0])
 

@@ -523,8 +523,10 @@ def count_loglik(Y: np.ndarray, mu: np.ndarray | None, mask: np.ndarray, Ytil: n
 
 def fit_tables(data) -> Tables | None:
     """The :class:`Tables` of a fit's data (:class:`lppf.validation.FitData`), None for the
-    geometric mechanism (its own fast path, :mod:`lppf.conditional`); built once per data."""
-    return data.noise_tables
+    geometric mechanism (its own fast path, :mod:`lppf.conditional`)."""
+    if data.mechanism == "geometric":
+        return None
+    return tables(data.mechanism, data.alpha, data.Y)
 
 
 @njit(cache=True)

@@ -133,13 +133,16 @@ def _counts(data: FitData) -> np.ndarray:
     return np.where(data.mask, 0, np.maximum(data.Y, 0)).astype(np.float64)
 
 
-def observed_loglik(data: FitData, method: str, mu_DV: np.ndarray) -> tuple[float, np.ndarray]:
+def observed_loglik(data: FitData, method: str, mu_DV: np.ndarray,
+                    noise: noise_conditional.Tables | None = None) -> tuple[float, np.ndarray]:
     """(ln p(observed data | mu) over unmasked cells, the counts the M step fits).
 
     Private methods: ``ln p(y~ | mu)`` and ``E[y | y~, mu]``; else the Poisson log
-    likelihood of the fixed counts and those counts."""
+    likelihood of the fixed counts and those counts. ``noise``: the data's
+    :func:`lppf.noise_conditional.fit_tables`, built here when not given."""
     if method in PRIVATE_METHODS and data.mechanism != "geometric":
-        Ey, _, log_z = noise_conditional.local(data.Y, fit_tables(data), mu_DV, data.mask)
+        noise = fit_tables(data) if noise is None else noise
+        Ey, _, log_z = noise_conditional.local(data.Y, noise, mu_DV, data.mask)
         return log_z - float(mu_DV[~data.mask].sum()), Ey
     if method in PRIVATE_METHODS:
         alpha = np.ascontiguousarray(np.broadcast_to(data.alpha, data.Y.shape), dtype=np.float64)
@@ -209,9 +212,12 @@ def _extrapolate(X: np.ndarray, X0: np.ndarray, w: float) -> None:
 
 
 def em(data: FitData, method: str, A: np.ndarray, B: np.ndarray, n_steps: int,
-       model: str = "pmf") -> float:
+       model: str = "pmf", noise: noise_conditional.Tables | None = None) -> float:
     """``n_steps`` adaptive over-relaxed EM steps in place on the factors ``A``, ``B`` (pmf:
     Theta_DK, Phi_KV; community: Theta_VC, Pi_CC); returns the final observed log likelihood.
+    ``noise`` (:func:`lppf.noise_conditional.fit_tables` of ``data``) is built once here
+    when not given, not at every step: for the discrete Gaussian and Skellam noise building
+    it cost more than the step.
 
     Each step takes the EM step ``X0 -> X1`` to ``X0 (X1 / X0)^w`` (in log space, ``w`` times
     the EM step), ``w`` growing by ``GROWTH`` up to ``MAX_W`` while the observed log
@@ -221,13 +227,15 @@ def em(data: FitData, method: str, A: np.ndarray, B: np.ndarray, n_steps: int,
     climbs as far in 100 steps as plain EM in 250."""
     rate, m_step = EM_STEPS[model]
     W = (~data.mask).astype(np.float64)
+    if noise is None and method in PRIVATE_METHODS:
+        noise = fit_tables(data)
     w, last, plain = 1.0, -np.inf, None
     while True:
-        ll, Y = observed_loglik(data, method, rate(A, B))
+        ll, Y = observed_loglik(data, method, rate(A, B), noise)
         if plain is not None and not ll >= last:  # over-shot (or not finite): plain EM step
             A[...], B[...] = plain
             w = 1.0
-            ll, Y = observed_loglik(data, method, rate(A, B))
+            ll, Y = observed_loglik(data, method, rate(A, B), noise)
         if n_steps == 0:
             return ll
         n_steps -= 1
@@ -332,16 +340,18 @@ def best_start(data: FitData, method: str, n_components: int, burnin: int,
     first = nndsvd_start(data, n_components) if model == "pmf" else None
     runs = [first if restart == 0 and first is not None else draw(data, n_components, rng)
             for restart in range(n_runs)]
-    scores = first_round = np.array([em(data, method, A, B, steps, model) for A, B in runs])
+    noise = fit_tables(data) if method in PRIVATE_METHODS else None  # one for every restart
+    scores = first_round = np.array([em(data, method, A, B, steps, model, noise)
+                                     for A, B in runs])
     while len(runs) > 1:
         runs = [runs[i] for i in np.argsort(-scores, kind="stable")[:len(runs) // 2]]
         if len(runs) == 1:
             break
         if len(runs) < n_runs // 2:
             steps *= 2
-        scores = np.array([em(data, method, A, B, steps, model) for A, B in runs])
+        scores = np.array([em(data, method, A, B, steps, model, noise) for A, B in runs])
     A, B = runs[0]
-    em(data, method, A, B, refine, model)
+    em(data, method, A, B, refine, model, noise)
     names = ("theta", "phi") if model == "pmf" else ("theta", "pi")
     for name, X in zip(names, (A, B), strict=True):
         if name not in data.fix:  # EM drives unused rates to 0; the count sampler needs mu > 0

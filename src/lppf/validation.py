@@ -13,7 +13,6 @@ import math
 import numbers
 import os
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -211,17 +210,6 @@ class FitData:
     mask: np.ndarray
     fix: dict[str, np.ndarray] = field(default_factory=dict)
     mechanism: str = "geometric"
-
-    @cached_property
-    def noise_tables(self):
-        """The noise as the kernels read it (:func:`lppf.noise_conditional.tables`; None for
-        the geometric mechanism), built on first use and kept: an EM start reads it every
-        step."""
-        if self.mechanism == "geometric":
-            return None
-        from lppf.noise_conditional import tables  # (that module imports this one)
-
-        return tables(self.mechanism, self.alpha, self.Y)
 
 
 PRIOR_RANGE = (1e-8, 1e8)  # gamma prior shapes and rates outside it are degenerate
