@@ -8,8 +8,9 @@
 # Environment (all optional):
 #   LPPF_SLURM_CONFIGFILE  configuration to run            (default: .test/config/config.yaml)
 #   LPPF_SLURM_SNAKEFILE   workflow to run                 (default: Snakefile)
-#   LPPF_SLURM_TARGETS     targets (default: "s1 e4 v1": Enron pipeline, both models, MCMC and
-#                          CAVI, 15 Slurm jobs; "all": the whole configuration, which
+#   LPPF_SLURM_TARGETS     targets (default: "s1 e4 v1 m1": Enron pipeline, both models, MCMC
+#                          and CAVI, a data group wider than the node; "all": the whole
+#                          configuration, which
 #                          needs LPPF_SLURM_TIMEOUT=3600)
 #   LPPF_SLURM_TIMEOUT     seconds allowed per Snakemake run (default: 1200)
 #   LPPF_SLURM_KEEP=1      keep the scratch directory for inspection
@@ -22,7 +23,7 @@ CODE=$REPO  # the code that runs: the repository or a snapshot of it
 CONFIGFILE=${LPPF_SLURM_CONFIGFILE:+$(realpath -m "$LPPF_SLURM_CONFIGFILE")}
 SNAKEFILE=${LPPF_SLURM_SNAKEFILE:+$(realpath -m "$LPPF_SLURM_SNAKEFILE")}
 TIMEOUT=${LPPF_SLURM_TIMEOUT:-1200}
-read -r -a TARGETS <<<"${LPPF_SLURM_TARGETS:-s1 e4 v1}"
+read -r -a TARGETS <<<"${LPPF_SLURM_TARGETS:-s1 e4 v1 m1}"
 PIDFILE=/run/lppf-local-slurm.pids  # "pid name" of every daemon this script started
 SLURM_CONF=/etc/slurm/slurm.conf
 MARK="# Throwaway test cluster written by lppf tests/cluster/local_slurm.sh"
@@ -219,7 +220,8 @@ run_slurm() {
     "$REPO/workflow/profiles/slurm/config.yaml" >"$WORK/profile/config.yaml"
   grep -q "EDIT-ME-" "$WORK/profile/config.yaml" && fail "unfilled placeholder in the profile"
   # Poll every 5 s instead of 40 s: only to keep this check short.
-  run_workflow "$WORK/slurm" --profile "$WORK/profile" --max-threads "$(sinfo -h -o %c)" \
+  # --cores: the node's CPUs, the profile's value for this cluster.
+  run_workflow "$WORK/slurm" --profile "$WORK/profile" --cores "$(sinfo -h -o %c)" \
     --slurm-init-seconds-before-status-checks 5
 }
 
