@@ -5,12 +5,20 @@ shape, model, K, method, inference) on synthetic counts of that shape, the secon
 iteration (Gibbs sweep or CAVI update) and of one EM step of an MCMC chain's start
 (:mod:`lppf.start`), and prints core-hours per experiment: iterations x chains x seconds
 per iteration + the start's EM steps (:func:`lppf.start.start_schedule` for the job's burn-in,
-iterations and shape; once per PMF fit, once per community chain) x seconds per EM step.
+iterations and shape; once per fit, whose chains share it) x seconds per EM step.
 Data shapes of the Enron matrices are those of the papers (overridable); fits dominate the
 cost, the other jobs (preprocessing, evaluation, figures) are counted at a few seconds each.
+Every private fit is timed with the geometric noise (M1's discrete Gaussian and Skellam
+sweeps cost about 1.1 to 1.4 times as much, docs/findings.md).
 
     python bench/paper_cost.py [--configfile config/paper.yaml] [--iterations 3]
     python bench/paper_cost.py --configfile config/design.yaml --shape e1=120x120 ...
+    python bench/paper_cost.py --chains 4 --extend 1   # the convergence criterion's schedules
+
+``--chains N`` adds a second table: every MCMC fit with N chains instead of its configured
+number, and ``--extend R`` each chain's R extensions counted as if all were run (each runs on
+for twice the last sampling window: ``(iterations - burnin) (2^(R + 1) - 2)`` more sweeps),
+the most an extended fit can cost. The seconds are measured once for both tables.
 
 ``--shape EXP=ROWSxCOLS`` (repeatable) replaces an experiment's data shape, e.g. the
 synthetic maildir's matrices of config/design.yaml. Core-hours / cores is the wall time of the
@@ -41,7 +49,7 @@ FIT = re.compile(r"lppf fit \S+ results/\S*?/(?P<exp>[a-z0-9]+)/fits/\S+ --model
 OPTION = {"iterations": re.compile(r"--iterations (\d+)"), "burnin": re.compile(r"--burnin (\d+)"),
           "chains": re.compile(r"--chains (\d+)")}
 SHAPES = {"s1": (50, 50), "s2": (90, 15), "s3": (20, 20), "e1": (161, 161), "e2": (1000, 1400),
-          "e3": (5000, 3000), "e4": (161, 161), "v1": (1000, 1000)}
+          "e3": (5000, 3000), "e4": (161, 161), "v1": (1000, 1000), "m1": (1000, 1400)}
 OTHER_JOB_SECONDS = 5.0
 
 
@@ -129,6 +137,10 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=4)
     parser.add_argument("--shape", action="append", default=[], metavar="EXP=ROWSxCOLS")
     parser.add_argument("--other-job-seconds", type=float, default=OTHER_JOB_SECONDS)
+    parser.add_argument("--chains", type=int, default=None,
+                        help="chains of every MCMC fit (default: as configured)")
+    parser.add_argument("--extend", type=int, default=0,
+                        help="extensions counted for every MCMC chain, all run (worst case)")
     args = parser.parse_args()
     numba.set_num_threads(1)
     shapes = dict(SHAPES)
@@ -144,30 +156,46 @@ def main() -> None:
                                            args.iterations)
         em_step[key] = (seconds_per_em_step(shapes[exp], model, K, method, args.iterations)
                         if inference == "mcmc" else 0.0)
-    fits["sweep_hours"] = [sweep[tuple(r[k] for k in keys)] * r["iterations"] * r["chains"]
-                           / 3600 for _, r in fits.iterrows()]
-    # a PMF fit's chains share one start, a community chain runs its own
+    fits["sweep_s"] = [sweep[tuple(r[k] for k in keys)] for _, r in fits.iterrows()]
+    # the chains of a fit share one start (lppf.mcmc.community.SHARED_START for the network),
+    # capped by the configured iterations
     fits["start_hours"] = [em_step[tuple(r[k] for k in keys)]
-                           * (r["chains"] if r["model"] == "community" else 1)
                            * _em_steps(r["model"], r["burnin"], r["iterations"],
                                        shapes[r["exp"]], r["K"]) / 3600
                            for _, r in fits.iterrows()]
-    fits["core_hours"] = fits["sweep_hours"] + fits["start_hours"]
-    table = fits.groupby("exp").agg(fits=("core_hours", "size"),
-                                    sweeps=("sweep_hours", "sum"),
-                                    starts=("start_hours", "sum"),
-                                    core_hours=("core_hours", "sum"))
     # every job, fits included, pays the start-up of one lppf process
     other = n_jobs * args.other_job_seconds / 3600
-    print(table.round(2).to_string())
-    print(f"fit jobs: {len(fits)}, all jobs: {n_jobs}; fits: {table.core_hours.sum():.2f} "
-          f"core-hours ({table.starts.sum():.2f} of them EM starts), start-up and other "
-          f"jobs: about {other:.1f} core-hours")
+    print(f"As configured ({args.configfile}):")
+    report(fits, None, 0, n_jobs, other)
+    if args.chains is not None or args.extend:
+        print(f"\nEvery MCMC fit with {args.chains or 'its'} chains and {args.extend} "
+              "extension(s), all run:")
+        report(fits, args.chains, args.extend, n_jobs, other)
     print("seconds per iteration / per EM step, one thread:")
     for key in sweep:
         print(f"  {' '.join(map(str, key))} {shapes[key[0]][0]}x{shapes[key[0]][1]}: "
               f"{sweep[key]:.4f} / {em_step[key]:.4f}")
 
+
+def report(fits: pd.DataFrame, chains: int | None, extend: int, n_jobs: int,
+           other: float) -> None:
+    """Print core-hours per experiment with every MCMC fit run by ``chains`` chains (None: as
+    configured) of its iterations plus ``extend`` extensions (``(iterations - burnin)
+    (2^(extend + 1) - 2)`` more sweeps each)."""
+    mcmc = fits["inference"] == "mcmc"
+    n_chains = fits["chains"].where(~mcmc | (chains is None), chains)
+    sweeps = fits["iterations"] + mcmc * (fits["iterations"] - fits["burnin"]) * (
+        2 ** (extend + 1) - 2)
+    hours = fits.assign(sweep_hours=fits["sweep_s"] * sweeps * n_chains / 3600)
+    hours["core_hours"] = hours["sweep_hours"] + hours["start_hours"]
+    table = hours.groupby("exp").agg(fits=("core_hours", "size"),
+                                     sweeps=("sweep_hours", "sum"),
+                                     starts=("start_hours", "sum"),
+                                     core_hours=("core_hours", "sum"))
+    print(table.round(2).to_string())
+    print(f"fit jobs: {len(fits)}, all jobs: {n_jobs}; fits: {table.core_hours.sum():.2f} "
+          f"core-hours ({table.starts.sum():.2f} of them EM starts), start-up and other "
+          f"jobs: about {other:.1f} core-hours")
 
 if __name__ == "__main__":
     main()

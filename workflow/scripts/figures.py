@@ -137,6 +137,7 @@ def heldout_by_components(smk):
     g = sns.catplot(pd.concat(parts, ignore_index=True), x="K", y="value", hue="method",
                     col="metric", row=x, kind="point", errorbar="sd", sharey=False, height=3,
                     dodge=0.3)
+    g.set_titles("{row_var} = {row_name}\n{col_name}")  # one line each: long metric names
     g.set_axis_labels("number of communities C", "error")
     return g.figure
 
