@@ -197,5 +197,6 @@ def report(fits: pd.DataFrame, chains: int | None, extend: int, n_jobs: int,
           f"core-hours ({table.starts.sum():.2f} of them EM starts), start-up and other "
           f"jobs: about {other:.1f} core-hours")
 
+
 if __name__ == "__main__":
     main()
