@@ -7,7 +7,7 @@ from numba import njit
 from scipy import stats
 
 from lppf._numba import rng_state, threads, uniform
-from lppf.draws import GAMMA_CHUNK, binomial, gamma_draws
+from lppf.draws import GAMMA_CHUNK, binomial, gamma_draws, gamma_posterior
 
 _M = 2**64 - 1
 
@@ -79,6 +79,24 @@ def test_gamma_draws_do_not_depend_on_the_thread_count():
         with threads(n):
             draws.append(gamma_draws(shape, np.ones(1), np.random.default_rng(4)))
     np.testing.assert_array_equal(draws[0], draws[1])
+
+
+@pytest.mark.parametrize("rate_shape", [(1, 70), (130, 1), (130, 70)])
+def test_gamma_posterior_is_gamma_draws_of_the_posterior_to_the_bit(rate_shape):
+    """The sampler's factor draws: the same numbers as gamma_draws of shape a0 + counts and
+    scale 1 / (b0 + rate), floored, with the rate broadcast over rows or columns; transposed
+    counts (as the allocation's column totals) too; every thread count."""
+    rng = np.random.default_rng(5)
+    counts = rng.poisson(rng.gamma(0.2, 20.0, (70, 130))).T  # (130, 70), not C-contiguous
+    rate = rng.gamma(1.0, 1.0, rate_shape)
+    rate[0, 0] = 1e300  # a draw below the floor
+    want = np.maximum(gamma_draws(0.3 + counts, 1.0 / (2.0 + rate), np.random.default_rng(6)),
+                      1e-250)
+    assert want.min() == 1e-250
+    for n in (1, 2):
+        with threads(n):
+            got = gamma_posterior(counts, 0.3, rate, 2.0, 1e-250, np.random.default_rng(6))
+        np.testing.assert_array_equal(got, want)
 
 
 # ---------------------------------------------------------------------------- binomial draws

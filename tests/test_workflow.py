@@ -1,11 +1,13 @@
 """The Snakemake workflow: lint, dry runs of every config, the tiny config end to end, resume,
 and what a changed setting re-runs."""
 
+import functools
 import os
 import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -13,24 +15,49 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ["config/config.yaml", ".test/config/config.yaml", "config/paper.yaml",
-           "config/design.yaml"]
+# config/paper.yaml's dry run (a minute) is docs/cluster.md's, run by tests/test_docs.py
+CONFIGS = ["config/config.yaml", ".test/config/config.yaml", "config/design.yaml"]
 TEST_CONFIG = str(ROOT / ".test/config/config.yaml")
 pytestmark = pytest.mark.workflow
 
 
-def snakemake(*args, cwd, check=True):
-    """Run Snakemake with the active environment's `lppf` first on PATH."""
+def _start(args, cwd):
+    """Start Snakemake with the active environment's `lppf` first on PATH."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "NUMBA_NUM_THREADS": "1"}
-    result = subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
          "--directory", str(cwd), *args],
-        capture_output=True, text=True, env=env, cwd=cwd,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
     )
+
+
+def _finish(proc, check):
+    stdout, stderr = proc.communicate()
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     if check:
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result
+
+
+def snakemake(*args, cwd, check=True):
+    """Run Snakemake with the active environment's `lppf` first on PATH."""
+    return _finish(_start(args, cwd), check)
+
+
+def snakemake_at_once(*runs, cwd):
+    """Run Snakemake dry runs (``-n``: they take no lock) at the same time, one per tuple of
+    arguments in ``runs``; their results in order."""
+    procs = [_start(args, cwd) for args in runs]
+    return [_finish(proc, True) for proc in procs]
+
+
+@functools.cache
+def dry_run(config):
+    """stdout + stderr of ``snakemake -n`` on ``config`` from an empty directory, run once."""
+    with tempfile.TemporaryDirectory() as cwd:
+        result = snakemake("-n", "--configfile", str(ROOT / config), cwd=Path(cwd))
+    return result.stdout, result.stderr
 
 
 def test_lint_is_clean(tmp_path):
@@ -39,9 +66,8 @@ def test_lint_is_clean(tmp_path):
 
 
 @pytest.mark.parametrize("config", CONFIGS)
-def test_dry_run(config, tmp_path):
-    result = snakemake("-n", "--configfile", str(ROOT / config), cwd=tmp_path)
-    text = result.stdout + result.stderr
+def test_dry_run(config):
+    text = "".join(dry_run(config))
     assert "fit" in text and "evaluate" in text and "summarize" in text
 
 
@@ -321,12 +347,12 @@ def test_a_changed_setting_reruns_exactly_what_it_changes(case, tiny_run, tmp_pa
     _, _, _, cwd = tiny_run
     change, affected = CHANGES[case]
     args = change_args(change, tmp_path)
-    every = scheduled(snakemake("-n", "--forceall", *args, cwd=cwd).stdout)
+    forced, result = snakemake_at_once(("-n", "--forceall", *args), ("-n", *args), cwd=cwd)
+    every = scheduled(forced.stdout)
     expected = {(rule, out) for rule, out in every if affected(out)}
     if expected:
         expected |= {(rule, out) for rule, out in every
                      if rule == "all" or out.startswith(DOWNSTREAM)}
-    result = snakemake("-n", *args, cwd=cwd)
     assert scheduled(result.stdout) == expected
     assert expected or "Nothing to be done" in result.stdout + result.stderr
 
@@ -380,10 +406,10 @@ QUOTED_COUNTS = {  # config -> pattern of its job (and fit) counts in docs/workf
 
 
 @pytest.mark.parametrize("config", list(QUOTED_COUNTS))
-def test_job_counts_in_the_docs_are_the_dry_runs(config, tmp_path):
+def test_job_counts_in_the_docs_are_the_dry_runs(config):
     quoted = re.search(QUOTED_COUNTS[config], (ROOT / "docs/workflow.md").read_text())
     assert quoted, QUOTED_COUNTS[config]
-    out = snakemake("-n", "--configfile", str(ROOT / config), cwd=tmp_path).stdout
+    out = dry_run(config)[0]
     counts = [re.search(rf"^{rule}\s+(\d+)$", out, re.MULTILINE).group(1)
               for rule in ("total", "fit")]
     assert list(quoted.groups()) == counts[:len(quoted.groups())]

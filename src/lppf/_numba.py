@@ -33,12 +33,15 @@ _2M53 = 2.0**-53
 def threads(n: int | None) -> Iterator[int]:
     """Run the block with ``n`` numba threads (``None``: leave as is), restoring afterwards."""
     old = numba.get_num_threads()
-    if n is not None:
-        if n < 1:
-            raise ValueError(f"threads must be >= 1, got {n}")
-        numba.set_num_threads(min(int(n), numba.config.NUMBA_NUM_THREADS))
+    if n is not None and n < 1:
+        raise ValueError(f"threads must be >= 1, got {n}")
+    new = old if n is None else min(int(n), numba.config.NUMBA_NUM_THREADS)
+    if new == old:  # setting costs microseconds: a small fit's sweep has several such blocks
+        yield old
+        return
+    numba.set_num_threads(new)
     try:
-        yield numba.get_num_threads()
+        yield new
     finally:
         numba.set_num_threads(old)
 

@@ -1,9 +1,10 @@
 """Gamma, binomial and multinomial draws for numba kernels, on the chunk-local xoshiro256+
 stream of :mod:`lppf._numba` (:func:`lppf._numba.rng_state`, :func:`lppf._numba.uniform`).
 
-:func:`gamma_draws` draws the factors of a sweep (Marsaglia and Tsang on polar-method
-normals), in parallel over fixed chunks where numpy's generator would take one core; the
-scalar draws are ``inline="always"`` for the per-cell kernels of the samplers.
+:func:`gamma_draws` draws gammas (Marsaglia and Tsang on polar-method normals), in parallel
+over fixed chunks where numpy's generator would take one core, and :func:`gamma_posterior`
+the factors of a sweep with them; the scalar draws are ``inline="always"`` for the per-cell
+kernels of the samplers.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from lppf._numba import at_most, chunk_seeds, rng_state, uniform
+from lppf._numba import at, at_most, chunk_seeds, rng_state, uniform
 
 GAMMA_CHUNK = 4096  # entries per reseeded chunk of gamma draws
 
@@ -79,6 +80,31 @@ def gamma_draws(shape: np.ndarray, scale: np.ndarray, rng: np.random.Generator) 
     with at_most(len(seeds)):
         _gamma_chunks(flat_shape, flat_scale, seeds, out)
     return out.reshape(shape.shape)
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _posterior_chunks(counts, a0, rate, b0, floor, seeds, out):
+    n_cols = out.shape[1]
+    for c in prange(len(seeds)):
+        rs = rng_state(seeds[c])
+        spare = np.full(1, math.nan)
+        for f in range(c * GAMMA_CHUNK, min((c + 1) * GAMMA_CHUNK, out.size)):
+            i, j = f // n_cols, f % n_cols
+            scale = 1.0 / (b0 + at(rate, i, j))
+            out[i, j] = max(standard_gamma(a0 + counts[i, j], rs, spare) * scale, floor)
+
+
+def gamma_posterior(counts: np.ndarray, a0: float, rate: np.ndarray, b0: float, floor: float,
+                    rng: np.random.Generator) -> np.ndarray:
+    """``max(Gamma(a0 + counts, rate b0 + rate), floor)`` (shape, rate), ``counts`` (n, m)
+    integers and ``rate`` (n, m), (1, m) or (n, 1): the draws of
+    ``np.maximum(gamma_draws(a0 + counts, 1 / (b0 + rate), rng), floor)`` to the bit, without
+    its temporaries (they cost more than the draws of a small fit's sweep)."""
+    seeds = chunk_seeds(rng, counts.size, GAMMA_CHUNK)
+    out = np.empty(counts.shape)
+    with at_most(len(seeds)):
+        _posterior_chunks(counts, float(a0), rate, float(b0), float(floor), seeds, out)
+    return out
 
 
 _BINV_MAX = 30.0  # n min(p, 1 - p) up to this: inversion; above: BTPE

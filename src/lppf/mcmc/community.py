@@ -60,6 +60,13 @@ INIT_CHAINS = RESTARTS["community"]  # EM restarts of the chains' shared start
 FLOOR = 1e-100  # gamma draws are floored here so that products of three never underflow
 AUGMENTED_BURNIN = 0.5  # share of a private-collapsed chain's burn-in with lambda kept
 SHARED_START = True  # every chain from chain 0's EM start (False: one start per chain)
+# Counts up to this many units per community are split unit by unit (2 uniforms and two
+# linear searches, 20-30 ns a unit), larger ones by C + C^2 conditional binomials. Unit by
+# unit would be cheaper up to 12 (C = 3) to 30 (C = 20) units per community
+# (bench_alloc.py --model community); the switch stays at 1 until the failures of a Geweke
+# test at 16 are explained, see
+# docs/findings.md, "The community model's allocation".
+_UNITS_PER_C = 1
 
 
 @dataclass(frozen=True)
@@ -141,28 +148,37 @@ def _search(cum, u):
 
 
 @njit(cache=True, inline="always")
-def _allocate_cell(y, theta_i, Q_CC, send_C, recv_C, pair_CC, F, N, rs):
-    """Add ``Mult(y, theta_ic theta_jd pi_cd / mu_ij)`` to the sender, receiver and pair
-    counts. ``Q_CC[c, d] = sum_(d' <= d) pi_cd' theta_jd'`` (receiver j's cumulative
-    weights): ``c`` is drawn with weights ``theta_ic Q[c, -1]``, then ``d | c`` from
-    ``Q[c]``. Small y: one categorical draw per unit; large y: conditional binomials (O(C^2)
-    whatever y). Uniforms from the xoshiro state ``rs``. Returns mu_ij. ``F`` (2, C) float
-    and ``N`` (2, C) int are scratch."""
+def _sender_weights(theta_i, Q_CC, w, cum):
+    """``w[c] = theta_ic Q[c, -1]`` and their cumulative sums ``cum`` (C,); returns mu_ij."""
     C = theta_i.shape[0]
-    w, cum = F[0], F[1]
     mu = 0.0
     for c in range(C):
         w[c] = theta_i[c] * Q_CC[c, C - 1]
         mu += w[c]
         cum[c] = mu
-    if y <= C:
-        for _ in range(y):
-            c = _search(cum, uniform(rs) * mu)
-            d = _search(Q_CC[c], uniform(rs) * Q_CC[c, C - 1])
-            send_C[c] += 1
-            recv_C[d] += 1
-            pair_CC[c, d] += 1
-        return mu
+    return mu
+
+
+@njit(cache=True, inline="always")
+def _split_units(y, Q_CC, cum, mu, send_C, recv_C, pair_CC, rs):
+    """Split y unit by unit: ``c`` from the cumulative sender weights ``cum`` (total mu),
+    then ``d | c`` from ``Q[c]``, one uniform and a linear search each."""
+    C = cum.shape[0]
+    for _ in range(y):
+        c = _search(cum, uniform(rs) * mu)
+        d = _search(Q_CC[c], uniform(rs) * Q_CC[c, C - 1])
+        send_C[c] += 1
+        recv_C[d] += 1
+        pair_CC[c, d] += 1
+
+
+@njit(cache=True, inline="always")
+def _split_binomials(y, Q_CC, F, N, send_C, recv_C, pair_CC, rs):
+    """Split y by conditional binomials: the senders' roles from the weights ``F[0]``, then
+    the receivers' roles of each: O(C^2) draws whatever y. ``F[1]`` and ``N`` (2, C) are
+    scratch."""
+    C = F.shape[1]
+    w, cum = F[0], F[1]
     multinomial(y, w, N[0], cum, rs)
     for c in range(C):
         if N[0, c] == 0:
@@ -175,6 +191,22 @@ def _allocate_cell(y, theta_i, Q_CC, send_C, recv_C, pair_CC, F, N, rs):
         for d in range(C):
             recv_C[d] += N[1, d]
             pair_CC[c, d] += N[1, d]
+
+
+@njit(cache=True, inline="always")
+def _allocate_cell(y, theta_i, Q_CC, send_C, recv_C, pair_CC, F, N, rs):
+    """Add ``Mult(y, theta_ic theta_jd pi_cd / mu_ij)`` to the sender, receiver and pair
+    counts. ``Q_CC[c, d] = sum_(d' <= d) pi_cd' theta_jd'`` (receiver j's cumulative
+    weights): ``c`` is drawn with weights ``theta_ic Q[c, -1]``, then ``d | c`` from
+    ``Q[c]``. Up to ``_UNITS_PER_C`` C units: unit by unit; more: conditional binomials
+    (O(C^2) whatever y). Uniforms from the xoshiro state ``rs``. Returns mu_ij. ``F`` (2, C)
+    float and ``N`` (2, C) int are scratch."""
+    C = theta_i.shape[0]
+    mu = _sender_weights(theta_i, Q_CC, F[0], F[1])
+    if y <= _UNITS_PER_C * C:
+        _split_units(y, Q_CC, F[1], mu, send_C, recv_C, pair_CC, rs)
+    else:
+        _split_binomials(y, Q_CC, F, N, send_C, recv_C, pair_CC, rs)
     return mu
 
 
@@ -199,6 +231,20 @@ def _allocate_chunks(Y_VV, obs_VV, Theta_VC, Q_VCC, seeds, send_VC, recv_XVC, pa
                 ll_X[x] += y * math.log(mu) - log_factorial(y)
 
 
+@njit(cache=True, nogil=True)
+def _receiver_cumsums(Theta_VC, Pi_CC):
+    """``Q_VCC[j, c, d] = sum_(d' <= d) pi_cd' theta_jd'`` (V, C, C)."""
+    V, C = Theta_VC.shape
+    Q_VCC = np.empty((V, C, C))
+    for j in range(V):
+        for c in range(C):
+            s = 0.0
+            for d in range(C):
+                s += Pi_CC[c, d] * Theta_VC[j, d]
+                Q_VCC[j, c, d] = s
+    return Q_VCC
+
+
 def allocate(Y_VV: np.ndarray, obs_VV: np.ndarray, Theta_VC: np.ndarray, Pi_CC: np.ndarray,
              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Sender counts (V, C), receiver counts (V, C), pair counts (C, C) of the allocation
@@ -206,7 +252,7 @@ def allocate(Y_VV: np.ndarray, obs_VV: np.ndarray, Theta_VC: np.ndarray, Pi_CC: 
     ``sum_(ij observed, y>0) [y log mu_ij - log y!]``."""
     V, C = Theta_VC.shape
     seeds = chunk_seeds(rng, V)
-    Q_VCC = np.cumsum(Pi_CC[None, :, :] * Theta_VC[:, None, :], axis=2)
+    Q_VCC = _receiver_cumsums(Theta_VC, Pi_CC)
     send_VC = np.zeros((V, C), np.int64)
     recv_XVC = chunk_partials(len(seeds), (V, C), np.int64)
     pair_XCC = chunk_partials(len(seeds), (C, C), np.int64)
@@ -252,16 +298,39 @@ def _update_theta(Theta_VC, Pi_CC, shape_VC, b0, out_ptr, out_idx, in_ptr, in_id
             Theta_VC[i, c] = new
 
 
+@njit(cache=True, nogil=True)
+def _update_pi(Theta_VC, Pi_CC, pair_CC, a0, b0, out_rows, out_idx, fixed, seed):
+    """Return ``sum_cd pi_cd R_cd`` (the rate term of the log likelihood) at the ``Pi_CC`` on
+    entry, ``R_cd = sum_(ij observed) theta_ic theta_jd`` (all pairs, less the diagonal and
+    the held-out cells ``(out_rows[k], out_idx[k])``); unless ``fixed``, then draw
+    ``pi_cd ~ Gamma(a0 + pair_cd, b0 + R_cd)`` in place."""
+    V, C = Theta_VC.shape
+    T = np.zeros(C)
+    R = np.zeros((C, C))
+    for i in range(V):
+        for c in range(C):
+            T[c] += Theta_VC[i, c]
+            for d in range(C):
+                R[c, d] -= Theta_VC[i, c] * Theta_VC[i, d]
+    for k in range(len(out_rows)):
+        for c in range(C):
+            for d in range(C):
+                R[c, d] -= Theta_VC[out_rows[k], c] * Theta_VC[out_idx[k], d]
+    rate_sum = 0.0
+    for c in range(C):
+        for d in range(C):
+            R[c, d] = max(R[c, d] + T[c] * T[d], 0.0)  # rounding of the differences
+            rate_sum += Pi_CC[c, d] * R[c, d]
+    if not fixed:
+        np.random.seed(seed)  # noqa: NPY002 (numba)
+        for c in range(C):
+            for d in range(C):
+                draw = np.random.gamma(a0 + pair_CC[c, d], 1.0)  # noqa: NPY002 (numba)
+                Pi_CC[c, d] = max(draw / (b0 + R[c, d]), FLOOR)
+    return rate_sum
+
+
 # ---------------------------------------------------------------- one Gibbs iteration
-
-
-def observed_pair_sums(problem: Problem, Theta_VC: np.ndarray) -> np.ndarray:
-    """``R_cd = sum_(ij observed) theta_ic theta_jd`` (C, C) by matrix products."""
-    T_C = Theta_VC.sum(axis=0)
-    R = np.outer(T_C, T_C) - Theta_VC.T @ Theta_VC
-    if len(problem.out_rows):
-        R -= Theta_VC[problem.out_rows].T @ Theta_VC[problem.out_idx]
-    return np.maximum(R, 0.0)
 
 
 def sample_counts(problem: Problem, state: State, rng: np.random.Generator) -> None:
@@ -286,14 +355,13 @@ def gibbs_sweep(problem: Problem, state: State, rng: np.random.Generator) -> flo
         sample_counts(problem, state, rng)
     Theta, Pi = state.Theta_VC, state.Pi_CC
     send, recv, pair, ll_nz = allocate(state.Y_VV, problem.obs_VV, Theta, Pi, rng)
-    R_CC = observed_pair_sums(problem, Theta)
-    loglik = ll_nz - float(np.sum(Pi * R_CC))
     a0, b0 = problem.a0, problem.b0
-    if not problem.fix_pi:
-        state.Pi_CC = Pi = np.maximum(rng.gamma(a0 + pair) / (b0 + R_CC), FLOOR)
+    pi_seed, theta_seed = (int(s) for s in rng.integers(2**31, size=2))
+    loglik = ll_nz - _update_pi(Theta, Pi, pair, a0, b0, problem.out_rows, problem.out_idx,
+                                problem.fix_pi, pi_seed)
     if not problem.fix_theta:
         _update_theta(Theta, Pi, a0 + send + recv, b0, problem.out_ptr, problem.out_idx,
-                      problem.in_ptr, problem.in_idx, int(rng.integers(2**31)))
+                      problem.in_ptr, problem.in_idx, theta_seed)
     return loglik
 
 

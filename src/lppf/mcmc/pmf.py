@@ -39,7 +39,7 @@ from lppf._numba import (
     uniform,
 )
 from lppf._numba import threads as numba_threads
-from lppf.draws import gamma_draws, multinomial
+from lppf.draws import gamma_posterior, multinomial
 from lppf.log_densities import count_loglik, gamma_logpdf_sum, log_factorial
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc.counts import (
@@ -329,14 +329,14 @@ def allocate(state: State, data: FitData, rng: np.random.Generator
     return Y_DK, total(Y_TVK).T, float(total(loglik_X))
 
 
-def _theta_rate(Phi: np.ndarray, W_DV: np.ndarray | None, shape: tuple) -> np.ndarray:
-    """(D, K) ``sum over observed v of phi_kv``."""
-    return W_DV @ Phi.T if W_DV is not None else np.broadcast_to(Phi.sum(axis=1), shape)
+def _theta_rate(Phi: np.ndarray, W_DV: np.ndarray | None) -> np.ndarray:
+    """``sum over observed v of phi_kv``: (D, K), or (1, K) when every cell is observed."""
+    return W_DV @ Phi.T if W_DV is not None else Phi.sum(axis=1)[None, :]
 
 
 def observed_mu_sum(Theta: np.ndarray, Phi: np.ndarray, W_DV: np.ndarray | None) -> float:
     """``sum over observed cells of mu``, the rate term of the log likelihood."""
-    return float(np.sum(Theta * _theta_rate(Phi, W_DV, Theta.shape)))
+    return float(np.sum(Theta * _theta_rate(Phi, W_DV)))
 
 
 def update_factors(state: State, Y_DK: np.ndarray, Y_KV: np.ndarray,
@@ -345,14 +345,14 @@ def update_factors(state: State, Y_DK: np.ndarray, Y_KV: np.ndarray,
     """Draw Theta then Phi from their gamma conditionals; return the sum over observed cells
     of mu at the factors on entry and at those on exit (from the rates of the draws)."""
     Theta = state.Theta
-    rate_DK = _theta_rate(state.Phi, W_DV, Theta.shape)
+    rate_DK = _theta_rate(state.Phi, W_DV)
     before = float(np.sum(Theta * rate_DK))
     if "theta" not in fix:
-        state.Theta = np.maximum(gamma_draws(a0 + Y_DK, 1.0 / (b0 + rate_DK), rng), _FLOOR)
+        state.Theta = gamma_posterior(Y_DK, a0, rate_DK, b0, _FLOOR, rng)
     Theta = state.Theta
     rate_KV = Theta.T @ W_DV if W_DV is not None else Theta.sum(axis=0)[:, None]
     if "phi" not in fix:
-        state.Phi = np.maximum(gamma_draws(a0 + Y_KV, 1.0 / (b0 + rate_KV), rng), _FLOOR)
+        state.Phi = gamma_posterior(Y_KV, a0, rate_KV, b0, _FLOOR, rng)
     return before, float(np.sum(rate_KV * state.Phi))
 
 
