@@ -96,8 +96,8 @@ def _posterior_chunks(counts, a0, rate, b0, floor, seeds, out):
 
 def gamma_posterior(counts: np.ndarray, a0: float, rate: np.ndarray, b0: float, floor: float,
                     rng: np.random.Generator) -> np.ndarray:
-    """``max(Gamma(a0 + counts, rate b0 + rate), floor)`` (shape, rate), ``counts`` (n, m)
-    integers and ``rate`` (n, m), (1, m) or (n, 1): the draws of
+    """Draws of Gamma(shape a0 + counts, rate b0 + rate) floored at ``floor``, ``counts``
+    (n, m) integers and ``rate`` (n, m), (1, m) or (n, 1): the numbers of
     ``np.maximum(gamma_draws(a0 + counts, 1 / (b0 + rate), rng), floor)`` to the bit, without
     its temporaries (they cost more than the draws of a small fit's sweep)."""
     seeds = chunk_seeds(rng, counts.size, GAMMA_CHUNK)
