@@ -74,8 +74,8 @@ def community_units(y, W, reps, seed):
     by unit. W (n, C + 1, C): row 0 theta_i, rows 1.. the receiver's cumulative weights Q."""
     rs = rng_state(seed)
     C = W.shape[2]
-    F, send, recv, pair = np.empty((2, C)), np.zeros(C, np.int64), np.zeros(C, np.int64), \
-        np.zeros((C, C), np.int64)
+    F = np.empty((2, C))
+    send, recv, pair = np.zeros(C, np.int64), np.zeros(C, np.int64), np.zeros((C, C), np.int64)
     for r in range(reps):
         cell = W[r % W.shape[0]]
         mu = _sender_weights(cell[0], cell[1:], F[0], F[1])
