@@ -435,10 +435,54 @@ def test_ctrl_c_is_one_line_and_exit_130(d, chains):
             break
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"still running 60 s after SIGINT: {proc.communicate()[1]}")
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == ["lppf: interrupted"]
     assert not leftovers(str(out))
+
+
+def _python(code: str, where: Path) -> subprocess.CompletedProcess:
+    """``code`` run as ``python -m`` (as ``lppf`` is) in ``where``, signals at their defaults."""
+    (where / "interrupted.py").write_text(code)
+    return subprocess.run([sys.executable, "-m", "interrupted"], capture_output=True, text=True,
+                          timeout=30, preexec_fn=_default_signals, cwd=where)
+
+
+def test_an_interrupt_that_python_drops_is_delivered_again(tmp_path):
+    """Python drops an exception raised in a destructor (or a callback from C, as numba's
+    compiler runs): the interrupt comes again until it stops the command, without a traceback."""
+    code = ("import signal, sys, time\n"
+            "from lppf.cli import interrupts\n"
+            "class Dropped:\n"
+            "    def __del__(self):\n"
+            "        signal.raise_signal(signal.SIGINT)\n"
+            "try:\n"
+            "    with interrupts():\n"
+            "        Dropped()\n"
+            "        time.sleep(60)\n"
+            "except KeyboardInterrupt:\n"
+            "    sys.exit(130)\n")
+    result = _python(code, tmp_path)
+    assert (result.returncode, result.stderr) == (130, "")
+
+
+def test_an_interrupt_caught_inside_exec_still_exits_130(tmp_path):
+    """CPython exits by SIGINT once a KeyboardInterrupt has passed through exec(), even if it
+    was caught since (scipy's imports run exec)."""
+    code = ("from lppf import cli\n"
+            "def main():\n"
+            "    try:\n"
+            "        exec('raise KeyboardInterrupt')\n"
+            "    except KeyboardInterrupt:\n"
+            "        return 130\n"
+            "cli.main = main\n"
+            "cli.run()\n")
+    result = _python(code, tmp_path)
+    assert result.returncode == 130, result.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
