@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import lppf
 
@@ -159,8 +159,9 @@ def run() -> None:
     code = main()
     gc.freeze()
     if code == 130:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            with suppress(OSError, ValueError):  # a closed pipe or stream
+                stream.flush()
         os._exit(code)
     sys.exit(code)
 
