@@ -18,12 +18,12 @@ import numpy as np
 from scipy import stats
 
 
-def geweke_z(forward: Callable[[np.random.Generator], Any],
-             step: Callable[[Any, np.random.Generator], Any],
-             statistics: Callable[[Any], np.ndarray], *, n_forward: int, n_chains: int,
-             n_steps: int, seed: int) -> np.ndarray:
-    """z-scores (mean forward - mean successive-conditional) / standard error, one per
-    statistic. ``step`` may update the state in place; it must return the new state."""
+def geweke_parts(forward: Callable[[np.random.Generator], Any],
+                 step: Callable[[Any, np.random.Generator], Any],
+                 statistics: Callable[[Any], np.ndarray], *, n_forward: int, n_chains: int,
+                 n_steps: int, seed: int) -> np.ndarray:
+    """(4, n_statistics): the forward mean, the successive-conditional mean and their squared
+    standard errors. ``step`` may update the state in place; it must return the new state."""
     rng = np.random.default_rng(seed)
     F = np.array([statistics(forward(rng)) for _ in range(n_forward)])
     G = np.empty((n_chains, F.shape[1]))
@@ -34,8 +34,17 @@ def geweke_z(forward: Callable[[np.random.Generator], Any],
             state = step(state, rng)
             total += statistics(state)
         G[c] = total / n_steps
-    se = np.sqrt(F.var(axis=0, ddof=1) / n_forward + G.var(axis=0, ddof=1) / n_chains)
-    return (F.mean(axis=0) - G.mean(axis=0)) / se
+    return np.stack([F.mean(axis=0), G.mean(axis=0), F.var(axis=0, ddof=1) / n_forward,
+                     G.var(axis=0, ddof=1) / n_chains])
+
+
+def geweke_z(forward: Callable[[np.random.Generator], Any],
+             step: Callable[[Any, np.random.Generator], Any],
+             statistics: Callable[[Any], np.ndarray], **kwargs) -> np.ndarray:
+    """z-scores (mean forward - mean successive-conditional) / standard error, one per
+    statistic (:func:`geweke_parts`' keywords)."""
+    f, g, vf, vg = geweke_parts(forward, step, statistics, **kwargs)
+    return (f - g) / np.sqrt(vf + vg)
 
 
 def assert_geweke(z: np.ndarray, names: Sequence[str], level: float = 0.01) -> None:

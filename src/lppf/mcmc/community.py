@@ -63,8 +63,9 @@ SHARED_START = True  # every chain from chain 0's EM start (False: one start per
 # Counts up to this many units per community are split unit by unit (2 uniforms and two
 # linear searches, 20-30 ns a unit), larger ones by C + C^2 conditional binomials. Unit by
 # unit would be cheaper up to 12 (C = 3) to 30 (C = 20) units per community
-# (bench_alloc.py --model community); the switch stays at 1 until the failures of a Geweke
-# test at 16 are explained, see
+# (bench_alloc.py --model community). A Geweke test failed at 16; over 160 seeds that
+# shift is the skew of the test's z, not the unit split (bench_geweke_seeds.py). Moving the
+# switch changes every community fit and is not done yet, see
 # docs/findings.md, "The community model's allocation".
 _UNITS_PER_C = 1
 
