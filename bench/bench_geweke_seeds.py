@@ -23,24 +23,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from geweke import geweke_parts
-from test_noise_gibbs import CM_NAMES, CM_PARAMS, cm_draw_data, cm_forward, cm_statistics
+from geweke import z_scores
+from test_noise_gibbs import CM_NAMES, CM_PARAMS, cm_geweke_parts
 
-from lppf._numba import threads
 from lppf.mcmc import community as cm
-
-
-def parts(mechanism: str, seed: int) -> np.ndarray:
-    """:func:`geweke_parts` (4, statistics) of the community test at ``seed``."""
-    def step(sample, rng):
-        problem, state = sample
-        cm_draw_data(mechanism, state, problem, rng)
-        cm.gibbs_sweep(problem, state, rng)
-        return sample
-
-    with threads(1):
-        return geweke_parts(cm_forward(mechanism, CM_PARAMS[mechanism]), step, cm_statistics,
-                            n_forward=10_000, n_chains=300, n_steps=30, seed=seed)
 
 
 def main() -> None:
@@ -48,9 +34,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs=2, default=(400, 560), metavar=("FROM", "TO"))
     parser.add_argument("--mechanism", default="discrete-gaussian", choices=sorted(CM_PARAMS))
     args = parser.parse_args()
-    P = np.array([parts(args.mechanism, s) for s in range(*args.seeds)])
+    fitted = CM_PARAMS[args.mechanism]
+    P = np.array([cm_geweke_parts(args.mechanism, fitted, s) for s in range(*args.seeds)])
     d = P[:, 0] - P[:, 1]
-    z = d / np.sqrt(P[:, 2] + P[:, 3])
+    z = z_scores(np.moveaxis(P, 1, 0))
     pooled_t = d.mean(axis=0) / (d.std(axis=0, ddof=1) / np.sqrt(len(d)))
     print(f"lppf {cm.__file__}, _UNITS_PER_C {cm._UNITS_PER_C}, {args.mechanism}, "
           f"seeds {args.seeds[0]}-{args.seeds[1] - 1}")

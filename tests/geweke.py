@@ -38,13 +38,18 @@ def geweke_parts(forward: Callable[[np.random.Generator], Any],
                      G.var(axis=0, ddof=1) / n_chains])
 
 
+def z_scores(parts: np.ndarray) -> np.ndarray:
+    """(mean forward - mean successive-conditional) / standard error from
+    :func:`geweke_parts`, one per statistic."""
+    f, g, vf, vg = parts
+    return (f - g) / np.sqrt(vf + vg)
+
+
 def geweke_z(forward: Callable[[np.random.Generator], Any],
              step: Callable[[Any, np.random.Generator], Any],
              statistics: Callable[[Any], np.ndarray], **kwargs) -> np.ndarray:
-    """z-scores (mean forward - mean successive-conditional) / standard error, one per
-    statistic (:func:`geweke_parts`' keywords)."""
-    f, g, vf, vg = geweke_parts(forward, step, statistics, **kwargs)
-    return (f - g) / np.sqrt(vf + vg)
+    """:func:`z_scores` of :func:`geweke_parts` (same arguments)."""
+    return z_scores(geweke_parts(forward, step, statistics, **kwargs))
 
 
 def assert_geweke(z: np.ndarray, names: Sequence[str], level: float = 0.01) -> None:

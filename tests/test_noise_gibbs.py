@@ -5,7 +5,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from geweke import assert_geweke, geweke_z
+from geweke import assert_geweke, geweke_parts, geweke_z, z_scores
 
 from lppf import noise
 from lppf._numba import threads
@@ -128,15 +128,19 @@ def cm_statistics(sample):
                     dtype=float)
 
 
-def cm_geweke(mechanism, fitted, seed=1):
+def cm_geweke_parts(mechanism, fitted, seed=1):
     def step(sample, rng):  # fresh data, then a sweep: the statistics see both
         problem, state = sample
         cm_draw_data(mechanism, state, problem, rng)
         cm.gibbs_sweep(problem, state, rng)
         return sample
     with threads(1):
-        return geweke_z(cm_forward(mechanism, fitted), step, cm_statistics, n_forward=10_000,
-                        n_chains=300, n_steps=30, seed=seed)
+        return geweke_parts(cm_forward(mechanism, fitted), step, cm_statistics,
+                            n_forward=10_000, n_chains=300, n_steps=30, seed=seed)
+
+
+def cm_geweke(mechanism, fitted, seed=1):
+    return z_scores(cm_geweke_parts(mechanism, fitted, seed))
 
 
 @pytest.mark.slow
