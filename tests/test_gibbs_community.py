@@ -97,6 +97,34 @@ def test_geweke_joint_distribution(method):
     assert_geweke(z, NAMES[:len(z)])
 
 
+def hmc_successive(a0):
+    """One HMC transition (fixed step size and unit metric, the prior's shape ``a0``), then
+    fresh data given the new parameters."""
+    def step(sample, rng):
+        problem, state = sample
+        cm.hmc_sweep(dataclasses.replace(problem, a0=a0), state, 0.15, np.ones(V * C + C * C),
+                     rng)
+        draw_data(state, problem, rng)
+        return sample
+    return step
+
+
+def hmc_geweke(a0, seed=1):
+    return geweke_z(forward("nonprivate"), hmc_successive(a0), statistics, n_forward=10_000,
+                    n_chains=300, n_steps=100, seed=seed)
+
+
+@pytest.mark.slow
+def test_hmc_geweke_joint_distribution():
+    assert_geweke(hmc_geweke(A0), NAMES[:9])
+
+
+@pytest.mark.slow
+def test_hmc_geweke_detects_a_wrong_prior():
+    with pytest.raises(AssertionError):
+        assert_geweke(hmc_geweke(A0 + 0.5), NAMES[:9])
+
+
 @njit
 def _update_all_actors_at_once(Theta_VC, Pi_CC, shape_VC, b0, out_ptr, out_idx, in_ptr,
                                in_idx, seed):

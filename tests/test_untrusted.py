@@ -9,6 +9,7 @@ naming the culprit, nothing written.
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import signal
@@ -286,6 +287,16 @@ def test_a_sound_fit_is_evaluated(judged):
                                   judged / "mask.npy", "--privatized", judged / "private.npz",
                                   "--coherence"))
     assert code == 0, err
+    (judged / "out.json").unlink()
+
+
+def test_a_fit_whose_diagnostics_are_nan_is_evaluated(judged):
+    """A fit writes NaN where R-hat cannot be computed (too few draws, a constant trace)."""
+    fit = _edited(judged, "fit.npz", "nan_diag.npz", diag_rhat_loglik=np.float64(np.nan),
+                  diag_ess_bulk_loglik=np.float64(np.nan))
+    code, err = run_cli(_evaluate(judged, fit.name, "truth.npz"))
+    assert code == 0, err
+    assert json.loads((judged / "out.json").read_text())["converged"] == 0
     (judged / "out.json").unlink()
 
 

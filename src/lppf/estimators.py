@@ -42,7 +42,8 @@ _PARAMETERS = f"""
         the privatized ones (two samplers of them); ``naive`` fits ``max(y~, 0)`` as if
         true; ``nonprivate`` fits true counts.
     inference : str, default={DEFAULTS['inference']!r}
-        One of {", ".join(INFERENCES)}: Gibbs sampling or coordinate-ascent variational inference.
+        One of {", ".join(INFERENCES)}: MCMC (Gibbs sampling; HMC for the fixed counts of
+        the community model) or coordinate-ascent variational inference.
     a0, b0 : float, default={DEFAULTS['a0']}, {DEFAULTS['b0']}
         Shape and rate of the gamma prior on every factor.
     max_iter : int, default={DEFAULTS['max_iter']}

@@ -29,8 +29,8 @@ DIAGNOSTICS = tuple(part_key("diagnostics", k) for k in ("rhat_loglik", "ess_bul
 
 
 def _numbers(data: dict, key: str, path: PathLike, shape: tuple | None = None, *,
-             ndim: int | None = None, finite: bool = True, nonnegative: bool = True
-             ) -> np.ndarray:
+             ndim: int | None = None, finite: bool = True, nonnegative: bool = True,
+             nan: bool = False) -> np.ndarray:
     """``data[key]`` as a float array (of ``shape``, or ``ndim`` dimensions): integers or
     floats (no bools, complex numbers or text), no NaN, finite and >= 0 unless told
     otherwise."""
@@ -41,7 +41,7 @@ def _numbers(data: dict, key: str, path: PathLike, shape: tuple | None = None, *
         raise InputError(f"{path}: key {key!r} has shape {value.shape} and dtype {value.dtype}, "
                          f"expected numbers of {want}")
     value = value.astype(float)
-    if np.isnan(value).any() or (finite and not np.isfinite(value).all()):
+    if (not nan and np.isnan(value).any()) or (finite and not np.isfinite(value).all()):
         raise InputError(f"{path}: key {key!r} contains NaN{'' if not finite else ' or inf'}")
     if nonnegative and (value < 0).any():
         raise InputError(f"{path}: key {key!r} contains negative values (min "
@@ -125,14 +125,15 @@ def _factors(data: dict, path: PathLike, model: str, shape: tuple[int, int]) -> 
 
 
 def _diagnostics(data: dict, path: PathLike) -> dict:
-    """The ``diag_*`` arrays: R-hat and ESS scalars, ``rhat_mu`` (m,) of the cells (m, 2)."""
+    """The ``diag_*`` arrays: R-hat and ESS scalars (NaN where a fit could not compute them:
+    too few draws, or a trace that never moved), ``rhat_mu`` (m,) of the cells (m, 2)."""
     if not part(data, "diagnostics"):
         return {}
-    out = {k: _numbers(data, k, path, (), finite=False) for k in DIAGNOSTICS}
+    out = {k: _numbers(data, k, path, (), finite=False, nan=True) for k in DIAGNOSTICS}
     tail, rhat_key, cells_key = (part_key("diagnostics", k)
                                  for k in ("ess_tail_loglik", "rhat_mu", "cells"))
     if tail in data:
-        out[tail] = _numbers(data, tail, path, (), finite=False)
+        out[tail] = _numbers(data, tail, path, (), finite=False, nan=True)
     rhat = np.asarray(require_key(data, rhat_key, path))
     if rhat.ndim != 1 or rhat.dtype.kind not in "iuf":
         raise InputError(f"{path}: key {rhat_key!r} has shape {rhat.shape} and dtype "

@@ -24,6 +24,11 @@ chains drift apart from one start: on S3's data the chains of a fit reach differ
 from the shared start as they did from their own (docs/findings.md).
 A ``private-collapsed`` chain begins its burn-in with ``private``'s count update
 (:class:`CommunityChain`).
+
+Fits of fixed counts (``naive``, ``nonprivate``) with free factors sample by HMC instead
+(:class:`HMCChain`, :mod:`lppf.mcmc.hmc`): with the counts fixed, the allocation can be summed
+out, and the Gibbs sweep's coupling of the factors to an allocation they nearly determine
+left most such chains short of the convergence criterion.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from lppf._numba import (
 from lppf._numba import threads as numba_threads
 from lppf.draws import multinomial
 from lppf.log_densities import count_loglik, gamma_logpdf_sum, log_factorial
-from lppf.mcmc import counts
+from lppf.mcmc import counts, hmc
 from lppf.mcmc._driver import run_chains
 from lppf.noise_conditional import Tables, fit_tables
 from lppf.noise_conditional import count_loglik as noise_count_loglik
@@ -411,9 +416,10 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
                        n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
                        threads: int | None = None, progress: bool = False,
                        n_chains: int = 1, extend: int = 0) -> FitResult:
-    """Gibbs sampling for the community model, ``n_chains`` chains pooled, extended up to
-    ``extend`` times while they miss the convergence criterion
-    (:func:`lppf.mcmc._driver.run_chains`); ``n_iter`` counts the ``burnin`` iterations.
+    """MCMC for the community model (Gibbs; HMC for fixed counts, :func:`uses_hmc`),
+    ``n_chains`` chains pooled, extended up to ``extend`` times while they miss the
+    convergence criterion (:func:`lppf.mcmc._driver.run_chains`); ``n_iter`` counts the
+    ``burnin`` iterations.
 
     Samples are saved after burn-in at every ``thin``-th iteration. ``mu_hat`` (V, V) and
     ``y_hat`` (private methods; held-out cells get ``mu_hat``) are posterior means over the
@@ -432,7 +438,8 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
                                problem.mechanism)
             start[:] = best_start(observed, method, n_components, burnin, chain_rng,
                                   model="community", n_iter=n_iter)
-        chain = CommunityChain(problem, start, burnin, chain_rng)
+        chain = (HMCChain if uses_hmc(problem) else CommunityChain)(problem, start, burnin,
+                                                                     chain_rng)
         return chain, chain.info
 
     with numba_threads(threads), at_most(n_chunks(problem.Ytil_VV.shape[0])), blas_single():
@@ -488,3 +495,63 @@ class CommunityChain:
 
     def log_joint(self, mu: np.ndarray | None = None) -> float:
         return log_joint(self.problem, self.state, mu)
+
+
+def uses_hmc(problem: Problem) -> bool:
+    """Fits of fixed counts with free factors run :class:`HMCChain`; the others Gibbs."""
+    return not is_private(problem) and not (problem.fix_theta or problem.fix_pi)
+
+
+def _fixed_counts(problem: Problem) -> np.ndarray:
+    """The counts of the observed cells as floats, 0 elsewhere."""
+    return np.where(problem.obs_VV, problem.Ytil_VV, 0).astype(np.float64)
+
+
+def _log_factors(state: State) -> np.ndarray:
+    """``x = (log Theta_VC, log Pi_CC)`` flattened, the coordinates of :mod:`lppf.mcmc.hmc`."""
+    return np.log(np.concatenate([state.Theta_VC.ravel(), state.Pi_CC.ravel()]))
+
+
+def hmc_sweep(problem: Problem, state: State, eps: float, inv_metric: np.ndarray,
+              rng: np.random.Generator) -> tuple[float, float]:
+    """One HMC transition of ``(log Theta, log Pi)`` given the fixed counts in place
+    (:mod:`lppf.mcmc.hmc`; step size ``eps`` jittered, diagonal inverse metric
+    ``inv_metric``); returns the log likelihood of the counts before it and the acceptance
+    probability."""
+    obs, Y, x = problem.obs_VV, _fixed_counts(problem), _log_factors(state)
+    V, C = state.Theta_VC.shape
+    grad = np.empty_like(x)
+    lp, ll = hmc.community_logp(x, Y, obs, problem.a0, problem.b0, V, C, grad)
+    step = eps * rng.uniform(1.0 - hmc.JITTER, 1.0 + hmc.JITTER)
+    x, _, _, _, accept = hmc.transition(x, lp, grad, step, inv_metric, hmc.N_LEAPFROG, Y, obs,
+                                        problem.a0, problem.b0, V, C,
+                                        rng.standard_normal(x.size), rng.random())
+    state.Theta_VC = np.exp(x[:V * C]).reshape(V, C)
+    state.Pi_CC = np.exp(x[V * C:]).reshape(C, C)
+    return ll - hmc.log_factorial_sum(Y, obs), accept
+
+
+class HMCChain(CommunityChain):
+    """A chain of fixed counts (``naive``, ``nonprivate``) whose sweep is :func:`hmc_sweep`,
+    its step size and metric tuned over the first ``burnin`` sweeps
+    (:class:`lppf.mcmc.hmc.Adaptation`) and fixed after."""
+
+    def __init__(self, problem: Problem, start: list, burnin: int, rng: np.random.Generator):
+        super().__init__(problem, start, burnin, rng)
+        obs, Y, x = problem.obs_VV, _fixed_counts(problem), _log_factors(self.state)
+        V, C = self.state.Theta_VC.shape
+        grad = np.empty_like(x)
+        lp, _ = hmc.community_logp(x, Y, obs, problem.a0, problem.b0, V, C, grad)
+        self.inv_metric = np.ones_like(x)
+        self.eps = hmc.initial_step(x, lp, grad, self.inv_metric, Y, obs, problem.a0,
+                                    problem.b0, V, C)
+        self.adaptation = hmc.Adaptation(burnin, self.eps)
+
+    def sweep(self) -> float:
+        loglik, accept = hmc_sweep(self.problem, self.state, self.eps, self.inv_metric,
+                                   self.rng)
+        self.n_sweeps += 1
+        if self.n_sweeps <= self.adaptation.burnin:
+            self.eps, self.inv_metric = self.adaptation.update(
+                accept, _log_factors(self.state), self.eps, self.inv_metric)
+        return loglik
