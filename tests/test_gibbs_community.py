@@ -97,6 +97,18 @@ def test_geweke_joint_distribution(method):
     assert_geweke(z, NAMES[:len(z)])
 
 
+@pytest.mark.parametrize(("method", "a0", "fix", "expected"), [
+    ("nonprivate", 1.0, False, True), ("naive", 2.0, False, True),
+    ("naive", 0.5, False, False), ("private-collapsed", 1.0, False, False),
+    ("private", 1.0, False, False), ("nonprivate", 1.0, True, False)])
+def test_hmc_runs_the_fixed_count_fits_of_free_factors_under_a0_from_1(method, a0, fix,
+                                                                         expected):
+    mask, alpha = geweke_setup()
+    fixed = {"pi": np.ones((C, C))} if fix else {}
+    problem = cm.make_problem(FitData(np.ones((V, V), int), alpha, mask, fixed), method, a0, 1.0)
+    assert cm.uses_hmc(problem) is expected
+
+
 def hmc_successive(a0):
     """One HMC transition (fixed step size and unit metric, the prior's shape ``a0``), then
     fresh data given the new parameters."""

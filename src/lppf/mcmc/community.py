@@ -25,10 +25,11 @@ from the shared start as they did from their own (docs/findings.md).
 A ``private-collapsed`` chain begins its burn-in with ``private``'s count update
 (:class:`CommunityChain`).
 
-Fits of fixed counts (``naive``, ``nonprivate``) with free factors sample by HMC instead
-(:class:`HMCChain`, :mod:`lppf.mcmc.hmc`): with the counts fixed, the allocation can be summed
-out, and the Gibbs sweep's coupling of the factors to an allocation they nearly determine
-left most such chains short of the convergence criterion.
+Fits of fixed counts (``naive``, ``nonprivate``) with free factors under a prior shape of at
+least 1 sample by HMC instead (:func:`uses_hmc`, :class:`HMCChain`, :mod:`lppf.mcmc.hmc`):
+with the counts fixed, the allocation can be summed out, and the Gibbs sweep's coupling of
+the factors to an allocation they nearly determine left most such chains short of the
+convergence criterion.
 """
 
 from __future__ import annotations
@@ -497,9 +498,18 @@ class CommunityChain:
         return log_joint(self.problem, self.state, mu)
 
 
+# the smallest prior shape of an HMC fit; below it, the Gibbs sweep mixed better on S3's data
+# docs/findings.md, "The community model's fixed-count chains"
+HMC_MIN_A0 = 1.0
+
+
 def uses_hmc(problem: Problem) -> bool:
-    """Fits of fixed counts with free factors run :class:`HMCChain`; the others Gibbs."""
-    return not is_private(problem) and not (problem.fix_theta or problem.fix_pi)
+    """Fits of fixed counts with free factors under a prior shape ``a0 >= HMC_MIN_A0`` run
+    :class:`HMCChain`; the others Gibbs. Under a smaller shape an unused factor's log has a
+    long tail towards 0 (an exponential of rate a0 on the log scale) that HMC's trajectories
+    cross slowly, where the Gibbs sweep draws the factor from its conditional at once."""
+    return (not is_private(problem) and not (problem.fix_theta or problem.fix_pi)
+            and problem.a0 >= HMC_MIN_A0)
 
 
 def _fixed_counts(problem: Problem) -> np.ndarray:
