@@ -8,9 +8,9 @@ experiment in ``config/config.yaml`` (100 saved draws per chain, no extension), 
 sampler (4 chains, one thread, one process, both samplers compiled first): split R-hat of the
 log likelihood and of the worst diagnosed cell, bulk ESS of the log likelihood, seconds of
 the whole fit (start included), ESS per second and whether the fit meets the convergence
-criterion. The Gibbs lines are the sampler that ``naive`` and ``nonprivate`` community fits
-ran before HMC; the HMC lines force HMC, also on S3 (prior shape 0.2), whose fits run Gibbs
-(:func:`lppf.mcmc.community.uses_hmc`).
+criterion. The lines are the settings ``sampler="gibbs"`` and ``"hmc"``; the default,
+``"auto"``, takes HMC on every case but S3 (prior shape 0.2,
+:func:`lppf.mcmc.community.uses_hmc`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from pathlib import Path
 from bench_methods import run
 
 from lppf.io import load_npz
-from lppf.mcmc import community
 
 # (name, file under RESULTS, method, C, iterations, burn-in, a0, b0)
 CASES = [
@@ -40,24 +39,15 @@ CASES = [
 def main() -> None:
     results = Path(sys.argv[1] if len(sys.argv) > 1 else "results")
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
-    shipped = community.uses_hmc
-    choice = {"gibbs": lambda problem: False,
-              "hmc": lambda problem: not community.is_private(problem)}
     warm = load_npz(results / CASES[0][1])["Y"][:12, :12]  # compile both samplers first
     for sampler in ("gibbs", "hmc"):
-        community.uses_hmc = choice[sampler]
-        run(warm, None, "community", "nonprivate", 2, 40, 20, 1.0, 1.0, seed)
-    community.uses_hmc = shipped
+        run(warm, None, "community", "nonprivate", 2, 40, 20, 1.0, 1.0, seed, sampler)
     for name, path, method, C, n_iter, burnin, a0, b0 in CASES:
         z = load_npz(results / path)
         Y = z["Y_noisy"] if "Y_noisy" in z else z["Y"]
         for sampler in ("gibbs", "hmc"):
-            community.uses_hmc = choice[sampler]
-            try:
-                line = run(Y, z.get("alpha"), "community", method, C, n_iter, burnin, a0, b0,
-                           seed)
-            finally:
-                community.uses_hmc = shipped
+            line = run(Y, z.get("alpha"), "community", method, C, n_iter, burnin, a0, b0, seed,
+                       sampler)
             print(f"{name:14s} C={C} {sampler:5s} {line}", flush=True)
 
 

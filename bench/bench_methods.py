@@ -21,10 +21,11 @@ from lppf.io import load_npz
 
 
 def run(Y: np.ndarray, alpha, model: str, method: str, K: int, n_iter: int, burnin: int,
-        a0: float, b0: float, seed: int) -> str:
+        a0: float, b0: float, seed: int, sampler: str = "auto") -> str:
     cls = CommunityModel if model == "community" else PoissonMF
     est = cls(K, method=method, a0=a0, b0=b0, max_iter=n_iter, burnin=burnin,
-              thin=max(1, (n_iter - burnin) // 100), n_chains=4, random_state=seed, threads=1)
+              thin=max(1, (n_iter - burnin) // 100), n_chains=4, random_state=seed, threads=1,
+              sampler=sampler)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

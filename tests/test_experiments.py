@@ -117,6 +117,7 @@ def test_the_schema_refuses_unknown_keys_everywhere():
     ({"cavi": {"thin": 2}}, "experiments.e1.cavi.thin"),
     ({"figure_grid": "alpha-0.3"}, "experiments.e1.figure_grid"),
     ({"model": "pmf", "heldout": [0, 5]}, "experiments.e1.heldout"),
+    ({"model": "pmf", "mcmc": {"sampler": "hmc"}}, "experiments.e1.mcmc.sampler"),
 ])
 def test_cross_field_rules_name_the_key(changes, key):
     with pytest.raises(grid.ConfigError) as info:
@@ -165,6 +166,16 @@ def test_reference_fit_settings_are_checked_too():
     c["reference"]["cavi"] = {"iterations": 2**31}
     with pytest.raises(grid.ConfigError, match=r"^reference\.cavi\.iterations: "):
         grid.check_config(c)
+    c = config()
+    c["reference"].update(inference="mcmc", mcmc={"sampler": "hmc"})  # fits topics too
+    with pytest.raises(grid.ConfigError, match=r"^reference\.mcmc\.sampler: .*'pmf'"):
+        grid.check_config(c)
+
+
+def test_a_sampler_is_passed_to_the_fits_that_set_it():
+    grid.check_config(config(mcmc={"sampler": "hmc"}))  # the community model: accepted
+    assert "--sampler gibbs" in grid.run_args({"sampler": "gibbs"}, "mcmc")
+    assert "--sampler" not in grid.run_args({"iterations": 10}, "mcmc")
 
 
 def with_enron(**enron):

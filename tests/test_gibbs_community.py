@@ -9,6 +9,7 @@ from geweke import assert_geweke, geweke_z
 from numba import njit
 
 from lppf._numba import threads
+from lppf.estimators import CommunityModel
 from lppf.mcmc import community as cm
 from lppf.validation import FitData
 
@@ -97,16 +98,27 @@ def test_geweke_joint_distribution(method):
     assert_geweke(z, NAMES[:len(z)])
 
 
-@pytest.mark.parametrize(("method", "a0", "fix", "expected"), [
-    ("nonprivate", 1.0, False, True), ("naive", 2.0, False, True),
-    ("naive", 0.5, False, False), ("private-collapsed", 1.0, False, False),
-    ("private", 1.0, False, False), ("nonprivate", 1.0, True, False)])
-def test_hmc_runs_the_fixed_count_fits_of_free_factors_under_a0_from_1(method, a0, fix,
-                                                                         expected):
+@pytest.mark.parametrize(("method", "a0", "fix", "sampler", "expected"), [
+    ("nonprivate", 1.0, False, "auto", True), ("naive", 2.0, False, "auto", True),
+    ("naive", 0.5, False, "auto", False), ("naive", 0.5, False, "hmc", True),
+    ("nonprivate", 2.0, False, "gibbs", False), ("private-collapsed", 1.0, False, "hmc", False),
+    ("private", 1.0, False, "auto", False), ("nonprivate", 1.0, True, "hmc", False)])
+def test_hmc_runs_the_fixed_count_fits_of_free_factors_by_the_sampler_setting(
+        method, a0, fix, sampler, expected):
     mask, alpha = geweke_setup()
     fixed = {"pi": np.ones((C, C))} if fix else {}
     problem = cm.make_problem(FitData(np.ones((V, V), int), alpha, mask, fixed), method, a0, 1.0)
-    assert cm.uses_hmc(problem) is expected
+    assert cm.uses_hmc(problem, sampler) is expected
+
+
+@pytest.mark.parametrize("sampler", ["gibbs", "hmc"])
+def test_the_sampler_setting_reaches_the_chains(monkeypatch, sampler):
+    seen, shipped = [], cm.uses_hmc
+    monkeypatch.setattr(cm, "uses_hmc", lambda problem, s: seen.append(s) or shipped(problem, s))
+    Y = np.random.default_rng(0).poisson(2.0, (V, V))
+    CommunityModel(2, method="nonprivate", a0=1.0, max_iter=6, burnin=2, thin=1, n_chains=2,
+                   sampler=sampler, random_state=0).fit(Y)
+    assert seen == [sampler] * 2
 
 
 def hmc_successive(a0):

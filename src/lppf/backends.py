@@ -3,9 +3,10 @@
 Every backend is called as ``backend(data, **keywords)`` with ``data`` a
 :class:`~lppf.validation.FitData` and the keywords of :meth:`lppf.fitting.Settings.keywords`
 (common: ``method``, ``n_components``, ``a0``, ``b0``, ``rng``, ``threads``, ``progress``;
-MCMC adds ``n_iter``, ``burnin``, ``thin``, ``n_chains``, ``extend``; CAVI ``max_iter``, ``tol``,
-``restarts``), and returns a :class:`~lppf.results.FitResult`. Backends are imported on
-first use: the workflow and ``lppf --help`` read this module without numba's compiler.
+MCMC adds ``n_iter``, ``burnin``, ``thin``, ``n_chains``, ``extend``, ``sampler``; CAVI
+``max_iter``, ``tol``, ``restarts``), and returns a :class:`~lppf.results.FitResult`.
+Backends are imported on first use: the workflow and ``lppf --help`` read this module
+without numba's compiler.
 """
 
 from __future__ import annotations

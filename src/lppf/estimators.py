@@ -29,7 +29,15 @@ from lppf import fitting
 from lppf._numba import threads as numba_threads
 from lppf.fitting import DEFAULTS
 from lppf.results import FitResult
-from lppf.validation import INFERENCES, MECHANISMS, METHODS, FitData, InputError, factor_shapes
+from lppf.validation import (
+    INFERENCES,
+    MECHANISMS,
+    METHODS,
+    SAMPLERS,
+    FitData,
+    InputError,
+    factor_shapes,
+)
 
 # numpydoc of the estimators' parameters; the defaults are read from DEFAULTS
 _PARAMETERS = f"""
@@ -56,6 +64,10 @@ _PARAMETERS = f"""
         MCMC: while the chains (at least 4) miss the convergence criterion, up to this many
         times, run them on for twice the last sampling window with twice the thinning (the
         same number of samples), all sweeps before counted as burn-in.
+    sampler : str, default={DEFAULTS['sampler']!r}
+        MCMC of the community model's fixed counts (``naive``, ``nonprivate``, free
+        factors), one of {", ".join(SAMPLERS)}: HMC with the allocation summed out, or the
+        Gibbs sweep; ``auto`` takes HMC under ``a0 >= 1``. Every other fit is Gibbs.
     tol : float, default={DEFAULTS['tol']:g}
         CAVI: stop when the relative change of ``mu_hat`` drops below it (0: never).
     restarts : int, default={DEFAULTS['restarts']}
@@ -120,7 +132,8 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
                  a0: float = DEFAULTS["a0"], b0: float = DEFAULTS["b0"],
                  max_iter: int = DEFAULTS["max_iter"], burnin: int = DEFAULTS["burnin"],
                  thin: int = DEFAULTS["thin"], n_chains: int = DEFAULTS["n_chains"],
-                 extend: int = DEFAULTS["extend"], tol: float = DEFAULTS["tol"],
+                 extend: int = DEFAULTS["extend"], sampler: str = DEFAULTS["sampler"],
+                 tol: float = DEFAULTS["tol"],
                  restarts: int = DEFAULTS["restarts"],
                  random_state: int | np.random.Generator | None = DEFAULTS["random_state"],
                  threads: int | None = DEFAULTS["threads"],
@@ -136,6 +149,7 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.thin = thin
         self.n_chains = n_chains
         self.extend = extend
+        self.sampler = sampler
         self.tol = tol
         self.restarts = restarts
         self.random_state = random_state

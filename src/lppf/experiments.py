@@ -27,6 +27,7 @@ from lppf.validation import (
     PRIOR_RANGE,
     PRIVATE_METHODS,
     InputError,
+    check_sampler,
 )
 
 # privacy grid kind -> prefix of its grid point names (alpha-0.5, epsn-1, ...)
@@ -43,7 +44,7 @@ FIGURES_BY_TRUTH = {"rescale": ["kl_vs_privacy"], "blocks": ["topics", "topic_er
 FIGURE_FITS = {"topics": "free", "blocks": "free", "posterior_y": "posterior",
                "theta_kl": "fixed"}
 # the options of `lppf fit` that an iteration setting maps to, and the inference using each
-RUN_OPTIONS = {"mcmc": ("iterations", "burnin", "thin", "chains", "extend"),
+RUN_OPTIONS = {"mcmc": ("iterations", "burnin", "thin", "chains", "extend", "sampler"),
                "cavi": ("iterations", "tol", "restarts")}
 # config key of each fit setting (lppf.fitting.DEFAULTS) that differs from it
 CONFIG_KEY = {"max_iter": "iterations", "n_chains": "chains", "n_components": "components"}
@@ -288,17 +289,20 @@ def fit_params(run: Mapping[str, Any], inference: str, **settings: Any) -> dict[
     """The settings of one fit (the keys of :data:`lppf.fitting.DEFAULTS`) from a config's
     iteration settings ``run``, as `lppf fit` gets them (left out: the defaults)."""
     params = {**DEFAULTS, "inference": inference, **settings}
-    for name in ("max_iter", "burnin", "thin", "n_chains", "extend", "tol", "restarts"):
+    for name in ("max_iter", "burnin", "thin", "n_chains", "extend", "sampler", "tol",
+                 "restarts"):
         key = CONFIG_KEY.get(name, name)
         if key in RUN_OPTIONS[inference] and run.get(key) is not None:
             params[name] = run[key]
     return params
 
 
-def _check_fit(where: str, section: str, params: dict[str, Any]) -> None:
+def _check_fit(where: str, section: str, params: dict[str, Any], model: str) -> None:
     """Refuse settings that `lppf fit` would refuse (the same check, one line naming the key)."""
     try:
         check_settings(params)
+        if params["inference"] == "mcmc":
+            check_sampler(params["sampler"], model)
     except InputError as exc:
         key = CONFIG_KEY.get(exc.param, exc.param)
         path = f"{where}.{section}.{key}" if key in RUN_OPTIONS["mcmc"] + RUN_OPTIONS["cavi"] \
@@ -315,8 +319,8 @@ def check_fits(where: str, spec: Mapping[str, Any]) -> None:
         section = "fixed_mcmc" if fix and inference == "mcmc" and spec.get("fixed_mcmc") \
             else inference
         run = run_settings(spec, inference, fix)
-        _check_fit(where, section, fit_params(run, inference, method=method, n_components=K,
-                                              **prior))
+        params = fit_params(run, inference, method=method, n_components=K, **prior)
+        _check_fit(where, section, params, spec["model"])
 
 
 def _check_privacy(where: str, privacy: Mapping[str, Any]) -> None:
@@ -442,8 +446,11 @@ def check_config(config: Mapping[str, Any], experiments: list[str] | None = None
         _check_run(f"reference.{inference}", reference.get(inference), inference)
     if reference.get("inference"):
         inference = reference["inference"]
-        _check_fit("reference", inference, fit_params(reference.get(inference) or {}, inference,
-                                                      method="nonprivate"))
+        # the reference fits of both models share these settings
+        for model in MODELS:
+            _check_fit("reference", inference, fit_params(reference.get(inference) or {},
+                                                          inference, method="nonprivate"),
+                       model)
     for exp, spec in config["experiments"].items():
         where = f"experiments.{exp}"
         if spec["model"] not in MODELS:

@@ -24,7 +24,14 @@ import numpy as np
 
 from lppf.io import NAME_KEYS, load_json_entry, load_npz, npz_writer, require_key, write_files
 from lppf.results import FACTORS, SECONDS, FitResult
-from lppf.validation import FitData, InputError, check_mechanism, check_params, fit_data
+from lppf.validation import (
+    FitData,
+    InputError,
+    check_mechanism,
+    check_params,
+    check_sampler,
+    fit_data,
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,7 @@ class Settings:
     thin: int = 20
     n_chains: int = 1  # MCMC: independent chains, samples pooled
     extend: int = 0  # MCMC: times the chains may run on while they miss the criterion
+    sampler: str = "auto"  # MCMC of the community model's fixed counts: auto, gibbs or hmc
     tol: float = 1e-5  # CAVI: stop when the relative change of mu_hat drops below (0: never)
     restarts: int = 1  # CAVI: random restarts, best ELBO kept
     random_state: Any = None  # int, None (a fresh seed) or a numpy Generator; see ``seed_``
@@ -63,7 +71,7 @@ class Settings:
         if self.inference == "mcmc":
             return {**common, "n_iter": int(self.max_iter), "burnin": int(self.burnin),
                     "thin": int(self.thin), "n_chains": int(self.n_chains),
-                    "extend": int(self.extend)}
+                    "extend": int(self.extend), "sampler": self.sampler}
         return {**common, "max_iter": int(self.max_iter), "tol": float(self.tol),
                 "restarts": int(self.restarts)}
 
@@ -87,7 +95,10 @@ def check_settings(params: dict[str, Any]) -> None:
 
 def check_data(model: str, params: dict[str, Any], Y: Any, alpha: Any, mask: Any,
                fix: dict | None) -> FitData:
-    """Validate the data of a ``model`` fit with settings ``params`` (already checked)."""
+    """Validate the data of a ``model`` fit with settings ``params`` (already checked, but
+    for the sampler, which depends on the model)."""
+    if params["inference"] == "mcmc":
+        check_sampler(params.get("sampler", "auto"), model)
     n_saved = (max((int(params["max_iter"]) - int(params["burnin"])) // int(params["thin"]), 1)
                * int(params["n_chains"]) if params["inference"] == "mcmc" else 1)
     return fit_data(model, params["method"], Y, alpha, mask, fix,

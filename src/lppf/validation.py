@@ -23,6 +23,8 @@ SEED_LIMIT = 2**63  # seeds are stored as int64
 METHODS = ("private", "private-collapsed", "naive", "nonprivate")
 PRIVATE_METHODS = ("private", "private-collapsed")  # methods with latent true counts
 INFERENCES = ("mcmc", "cavi")
+# MCMC samplers of the community model's fixed-count fits (lppf.mcmc.community.uses_hmc)
+SAMPLERS = ("auto", "gibbs", "hmc")
 MODELS = ("pmf", "community")
 MECHANISMS = ("geometric", "discrete-gaussian", "skellam")  # additive integer noise
 NOISE_PARAMS = {"geometric": "alpha", "discrete-gaussian": "sigma", "skellam": "mu"}
@@ -250,12 +252,12 @@ def _float(name: str, value: Any, allow_zero: bool = False) -> float:
 
 def check_params(*, method: str, inference: str, n_components: Any, a0: Any, b0: Any,
                  max_iter: Any, burnin: Any, thin: Any, tol: Any, restarts: Any,
-                 n_chains: Any = 1, extend: Any = 0, random_state: Any = None,
-                 threads: Any = None) -> None:
+                 n_chains: Any = 1, extend: Any = 0, sampler: Any = "auto",
+                 random_state: Any = None, threads: Any = None) -> None:
     """Check the settings of a fit. MCMC keeps ``(max_iter - burnin) // thin`` samples: at
     least one is required; ``extend`` extensions may run ``max_iter + (max_iter - burnin)
-    (2^(extend + 1) - 2)`` sweeps in all, below 2**31. ``random_state``: None, a seed or a
-    numpy Generator."""
+    (2^(extend + 1) - 2)`` sweeps in all, below 2**31; ``sampler`` is one of
+    :data:`SAMPLERS`. ``random_state``: None, a seed or a numpy Generator."""
     if method not in METHODS:
         raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}", "method")
     if inference not in INFERENCES:
@@ -282,9 +284,19 @@ def check_params(*, method: str, inference: str, n_components: Any, a0: Any, b0:
             raise InputError(f"max_iter ({max_iter}) must exceed burnin ({burnin}) by at least "
                              f"thin ({thin}) to keep one sample", "burnin")
         _int("extend", extend, minimum=0)
+        if sampler not in SAMPLERS:
+            raise InputError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}",
+                             "sampler")
         if max_iter + (max_iter - burnin) * (2 ** (extend + 1) - 2) >= COUNT_LIMIT:
             raise InputError(f"extend = {extend} could run more than 2**31 sweeps "
                              f"(max_iter {max_iter}, burnin {burnin})", "extend")
+
+
+def check_sampler(sampler: str, model: str) -> None:
+    """HMC samples the community model only (its fixed-count fits)."""
+    if sampler == "hmc" and model != "community":
+        raise InputError(f"sampler 'hmc' applies to the community model only, not {model!r} "
+                         "(its fits are Gibbs)", "sampler")
 
 
 def factor_shapes(model: str, shape: tuple[int, int], n_components: int
@@ -462,7 +474,7 @@ def fit_data(model: str, method: str, Y: Any, alpha: Any = None, mask: Any = Non
 
 
 __all__ = ["ALPHA_MAX", "COUNT_LIMIT", "INFERENCES", "MECHANISMS", "METHODS", "MODELS",
-           "NOISE_PARAMS", "PRIVATE_METHODS", "SEED_LIMIT", "SIGMA_MAX", "SKELLAM_MU_MAX",
-           "FitData", "InputError", "as_count_matrix", "check_alpha", "check_mechanism",
-           "check_noise", "check_params", "check_seed", "check_sparse", "factor_shapes",
-           "fit_data", "real_array"]
+           "NOISE_PARAMS", "PRIVATE_METHODS", "SAMPLERS", "SEED_LIMIT", "SIGMA_MAX",
+           "SKELLAM_MU_MAX", "FitData", "InputError", "as_count_matrix", "check_alpha",
+           "check_mechanism", "check_noise", "check_params", "check_sampler", "check_seed",
+           "check_sparse", "factor_shapes", "fit_data", "real_array"]

@@ -38,13 +38,14 @@ from lppf.validation import (
     METHODS,
     MODELS,
     NOISE_PARAMS,
+    SAMPLERS,
     InputError,
     check_noise,
 )
 
 # options of one inference only: (option, attribute, inference it belongs to)
 ONLY = (("--chains", "chains", "mcmc"), ("--extend", "extend", "mcmc"),
-        ("--idata", "idata", "mcmc"),
+        ("--sampler", "sampler", "mcmc"), ("--idata", "idata", "mcmc"),
         ("--tol", "tol", "cavi"), ("--restarts", "restarts", "cavi"))
 
 
@@ -73,6 +74,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="MCMC: while the chains (at least 4) miss the convergence criterion, "
                         "up to R times, run them on for twice the last sampling window, "
                         f"thinned twice as much (default {DEFAULTS['extend']})")
+    p.add_argument("--sampler", choices=SAMPLERS,
+                   help="MCMC of the community model's naive and nonprivate fits (free "
+                        "factors): hmc, gibbs, or auto, HMC under --a0 >= 1 "
+                        f"(default {DEFAULTS['sampler']}); every other fit is Gibbs")
     p.add_argument("--idata", type=Path, metavar="OUT.nc",
                    help="MCMC: also write the samples as ArviZ InferenceData (netCDF; needs "
                         "lppf[arviz])")
@@ -269,7 +274,8 @@ def run(args: argparse.Namespace) -> int:
     fix = {name: load_npy(path, f"--fix-{name}") for name in ("theta", "phi", "pi")
            if (path := getattr(args, f"fix_{name}")) is not None}
     given = {"burnin": args.burnin, "thin": args.thin, "n_chains": args.chains,
-             "extend": args.extend, "tol": args.tol, "restarts": args.restarts}
+             "extend": args.extend, "sampler": args.sampler, "tol": args.tol,
+             "restarts": args.restarts}
     params = {**DEFAULTS, "n_components": args.components, "method": args.method,
               "inference": args.inference, "a0": args.a0, "b0": args.b0,
               "max_iter": args.iterations,

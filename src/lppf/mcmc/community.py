@@ -26,7 +26,8 @@ A ``private-collapsed`` chain begins its burn-in with ``private``'s count update
 (:class:`CommunityChain`).
 
 Fits of fixed counts (``naive``, ``nonprivate``) with free factors under a prior shape of at
-least 1 sample by HMC instead (:func:`uses_hmc`, :class:`HMCChain`, :mod:`lppf.mcmc.hmc`):
+least 1 sample by HMC instead, unless the setting ``sampler`` says otherwise
+(:func:`uses_hmc`, :class:`HMCChain`, :mod:`lppf.mcmc.hmc`):
 with the counts fixed, the allocation can be summed out, and the Gibbs sweep's coupling of
 the factors to an allocation they nearly determine left most such chains short of the
 convergence criterion.
@@ -416,8 +417,10 @@ def make_state(problem: Problem, Theta_VC: np.ndarray, Pi_CC: np.ndarray,
 def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
                        n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
                        threads: int | None = None, progress: bool = False,
-                       n_chains: int = 1, extend: int = 0) -> FitResult:
-    """MCMC for the community model (Gibbs; HMC for fixed counts, :func:`uses_hmc`),
+                       n_chains: int = 1, extend: int = 0, sampler: str = "auto"
+                       ) -> FitResult:
+    """MCMC for the community model (Gibbs; HMC for fixed counts by ``sampler``,
+    :func:`uses_hmc`),
     ``n_chains`` chains pooled, extended up to ``extend`` times while they miss the
     convergence criterion (:func:`lppf.mcmc._driver.run_chains`); ``n_iter`` counts the
     ``burnin`` iterations.
@@ -439,8 +442,8 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
                                problem.mechanism)
             start[:] = best_start(observed, method, n_components, burnin, chain_rng,
                                   model="community", n_iter=n_iter)
-        chain = (HMCChain if uses_hmc(problem) else CommunityChain)(problem, start, burnin,
-                                                                     chain_rng)
+        chain = (HMCChain if uses_hmc(problem, sampler) else CommunityChain)(
+            problem, start, burnin, chain_rng)
         return chain, chain.info
 
     with numba_threads(threads), at_most(n_chunks(problem.Ytil_VV.shape[0])), blas_single():
@@ -503,13 +506,15 @@ class CommunityChain:
 HMC_MIN_A0 = 1.0
 
 
-def uses_hmc(problem: Problem) -> bool:
-    """Fits of fixed counts with free factors under a prior shape ``a0 >= HMC_MIN_A0`` run
-    :class:`HMCChain`; the others Gibbs. Under a smaller shape an unused factor's log has a
-    long tail towards 0 (an exponential of rate a0 on the log scale) that HMC's trajectories
-    cross slowly, where the Gibbs sweep draws the factor from its conditional at once."""
-    return (not is_private(problem) and not (problem.fix_theta or problem.fix_pi)
-            and problem.a0 >= HMC_MIN_A0)
+def uses_hmc(problem: Problem, sampler: str = "auto") -> bool:
+    """Whether a fit runs :class:`HMCChain` rather than the Gibbs sweep. HMC needs fixed
+    counts and free factors; ``sampler`` "hmc" takes it there, "gibbs" never, and "auto"
+    under a prior shape ``a0 >= HMC_MIN_A0`` only. Under a smaller shape an unused factor's
+    log has a long tail towards 0 (an exponential of rate a0 on the log scale) that HMC's
+    trajectories cross slowly, where the Gibbs sweep draws the factor from its conditional
+    at once."""
+    applies = not is_private(problem) and not (problem.fix_theta or problem.fix_pi)
+    return applies and (sampler == "hmc" or (sampler == "auto" and problem.a0 >= HMC_MIN_A0))
 
 
 def _fixed_counts(problem: Problem) -> np.ndarray:

@@ -493,10 +493,11 @@ def mean_product(Theta_S: np.ndarray, Phi_S: np.ndarray) -> np.ndarray:
 def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0: float,
                  n_iter: int, burnin: int, thin: int, rng: np.random.Generator,
                  threads: int | None = None, progress: bool = False,
-                 n_chains: int = 1, extend: int = 0) -> FitResult:
+                 n_chains: int = 1, extend: int = 0, sampler: str = "auto") -> FitResult:
     """Run ``n_chains`` chains of ``n_iter`` iterations (including ``burnin``), saving every
     ``thin``-th state after the burn-in, extended up to ``extend`` times while they miss the
-    convergence criterion (:func:`lppf.mcmc._driver.run_chains`).
+    convergence criterion (:func:`lppf.mcmc._driver.run_chains`). Every fit is Gibbs:
+    ``sampler`` may be "auto" or "gibbs" (:func:`lppf.validation.check_sampler`).
 
     The chains start at the best of several EM fits of the observed data
     (:mod:`lppf.start`), run once, from the first chain's generator, and shared by
