@@ -116,9 +116,10 @@ def test_the_sampler_setting_reaches_the_chains(monkeypatch, sampler):
     seen, shipped = [], cm.uses_hmc
     monkeypatch.setattr(cm, "uses_hmc", lambda problem, s: seen.append(s) or shipped(problem, s))
     Y = np.random.default_rng(0).poisson(2.0, (V, V))
-    CommunityModel(2, method="nonprivate", a0=1.0, max_iter=6, burnin=2, thin=1, n_chains=2,
-                   sampler=sampler, random_state=0).fit(Y)
-    assert seen == [sampler] * 2
+    model = CommunityModel(2, method="nonprivate", a0=1.0, max_iter=6, burnin=2, thin=1,
+                           n_chains=2, sampler=sampler, random_state=0).fit(Y)
+    assert seen == [sampler] * 3  # each chain, then the record of the sampler that ran
+    assert model.result_.extra["hmc"] == (sampler == "hmc")
 
 
 def hmc_successive(a0):

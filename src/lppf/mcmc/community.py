@@ -430,7 +430,8 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
     saved samples; ``samples`` holds ``theta`` (S, V, C) and ``pi`` (S, C, C); ``log_joint``
     (S,) is :func:`log_joint`; ``trace["loglik"]`` (n_iter,) is log p(y | Theta, Pi) over the
     observed cells at the start of each iteration; ``elapsed`` has ``burnin`` (the starts
-    included, though not counted in ``n_iter``) and ``sampling`` seconds.
+    included, though not counted in ``n_iter``) and ``sampling`` seconds; ``extra["hmc"]`` is
+    1 when the chains ran HMC, 0 when they ran the Gibbs sweep.
     """
     fix = dict(data.fix)
     problem = make_problem(data, method, a0, b0)
@@ -447,9 +448,11 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
         return chain, chain.info
 
     with numba_threads(threads), at_most(n_chunks(problem.Ytil_VV.shape[0])), blas_single():
-        return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
-                          thin=thin, rng=rng, mask=~problem.obs_VV, progress=progress,
-                          desc=f"community {method}", extend=extend)
+        result = run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
+                            thin=thin, rng=rng, mask=~problem.obs_VV, progress=progress,
+                            desc=f"community {method}", extend=extend)
+    result.extra["hmc"] = int(uses_hmc(problem, sampler))
+    return result
 
 
 class CommunityChain:
