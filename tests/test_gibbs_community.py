@@ -9,9 +9,9 @@ from geweke import assert_geweke, geweke_z
 from numba import njit
 
 from lppf._numba import threads
-from lppf.estimators import CommunityModel
+from lppf.estimators import CommunityModel, PoissonMF
 from lppf.mcmc import community as cm
-from lppf.validation import FitData
+from lppf.validation import FitData, InputError
 
 # ------------------------------------------------------------------ Geweke tests
 
@@ -118,8 +118,14 @@ def test_the_sampler_setting_reaches_the_chains(monkeypatch, sampler):
     Y = np.random.default_rng(0).poisson(2.0, (V, V))
     model = CommunityModel(2, method="nonprivate", a0=1.0, max_iter=6, burnin=2, thin=1,
                            n_chains=2, sampler=sampler, random_state=0).fit(Y)
-    assert seen == [sampler] * 3  # each chain, then the record of the sampler that ran
+    assert seen == [sampler]
     assert model.result_.extra["hmc"] == (sampler == "hmc")
+    assert model.transform(Y[:3]).shape == (3, 2)  # new actors: a pmf fold-in, always Gibbs
+
+
+def test_the_estimators_refuse_hmc_for_the_pmf_model():
+    with pytest.raises(InputError, match=r"^sampler 'hmc' applies to the community model only"):
+        PoissonMF(2, method="nonprivate", sampler="hmc").fit(np.ones((4, 3), int))
 
 
 def hmc_successive(a0):

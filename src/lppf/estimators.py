@@ -160,7 +160,7 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     # -- validation (lppf.validation, through lppf.fitting)
     def _check_params(self) -> None:
-        fitting.check_settings(self.get_params())
+        fitting.check_settings(self.get_params(), self._model)
 
     def _factor_shapes(self, shape: tuple[int, int]) -> dict[str, tuple[int, int]]:
         return factor_shapes(self._model, shape, self.n_components)

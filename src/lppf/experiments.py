@@ -27,7 +27,6 @@ from lppf.validation import (
     PRIOR_RANGE,
     PRIVATE_METHODS,
     InputError,
-    check_sampler,
 )
 
 # privacy grid kind -> prefix of its grid point names (alpha-0.5, epsn-1, ...)
@@ -300,9 +299,7 @@ def fit_params(run: Mapping[str, Any], inference: str, **settings: Any) -> dict[
 def _check_fit(where: str, section: str, params: dict[str, Any], model: str) -> None:
     """Refuse settings that `lppf fit` would refuse (the same check, one line naming the key)."""
     try:
-        check_settings(params)
-        if params["inference"] == "mcmc":
-            check_sampler(params["sampler"], model)
+        check_settings(params, model)
     except InputError as exc:
         key = CONFIG_KEY.get(exc.param, exc.param)
         path = f"{where}.{section}.{key}" if key in RUN_OPTIONS["mcmc"] + RUN_OPTIONS["cavi"] \

@@ -82,23 +82,23 @@ DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
 def check(model: str, params: dict[str, Any], Y: Any, alpha: Any, mask: Any,
           fix: dict | None) -> FitData:
     """Validate the settings ``params`` and the data of a ``model`` fit."""
-    check_settings(params)
+    check_settings(params, model)
     return check_data(model, params, Y, alpha, mask, fix)
 
 
-def check_settings(params: dict[str, Any]) -> None:
-    """Validate the settings ``params`` (:func:`lppf.validation.check_params`)."""
+def check_settings(params: dict[str, Any], model: str | None = None) -> None:
+    """Validate the settings ``params`` (:func:`lppf.validation.check_params`); with the
+    ``model``, those that depend on it too (:func:`lppf.validation.check_sampler`)."""
     check_params(**{k: v for k, v in params.items()
                     if k not in ("verbose", "alpha", "mechanism")})
     check_mechanism(params.get("mechanism", "geometric"))
+    if model is not None and params["inference"] == "mcmc":
+        check_sampler(params["sampler"], model)
 
 
 def check_data(model: str, params: dict[str, Any], Y: Any, alpha: Any, mask: Any,
                fix: dict | None) -> FitData:
-    """Validate the data of a ``model`` fit with settings ``params`` (already checked, but
-    for the sampler, which depends on the model)."""
-    if params["inference"] == "mcmc":
-        check_sampler(params.get("sampler", "auto"), model)
+    """Validate the data of a ``model`` fit with settings ``params`` (already checked)."""
     n_saved = (max((int(params["max_iter"]) - int(params["burnin"])) // int(params["thin"]), 1)
                * int(params["n_chains"]) if params["inference"] == "mcmc" else 1)
     return fit_data(model, params["method"], Y, alpha, mask, fix,

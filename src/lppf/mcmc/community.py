@@ -435,6 +435,7 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
     """
     fix = dict(data.fix)
     problem = make_problem(data, method, a0, b0)
+    chain_class = HMCChain if uses_hmc(problem, sampler) else CommunityChain
     start = []  # the EM start, from chain 0's generator, shared by every chain
 
     def make_chain(chain_rng):
@@ -443,15 +444,14 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
                                problem.mechanism)
             start[:] = best_start(observed, method, n_components, burnin, chain_rng,
                                   model="community", n_iter=n_iter)
-        chain = (HMCChain if uses_hmc(problem, sampler) else CommunityChain)(
-            problem, start, burnin, chain_rng)
+        chain = chain_class(problem, start, burnin, chain_rng)
         return chain, chain.info
 
     with numba_threads(threads), at_most(n_chunks(problem.Ytil_VV.shape[0])), blas_single():
         result = run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
                             thin=thin, rng=rng, mask=~problem.obs_VV, progress=progress,
                             desc=f"community {method}", extend=extend)
-    result.extra["hmc"] = int(uses_hmc(problem, sampler))
+    result.extra["hmc"] = int(chain_class is HMCChain)
     return result
 
 
