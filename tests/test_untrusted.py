@@ -290,6 +290,16 @@ def test_a_sound_fit_is_evaluated(judged):
     (judged / "out.json").unlink()
 
 
+def test_how_often_a_fit_was_extended_reaches_its_metrics(judged):
+    fit = _edited(judged, "fit.npz", "extended.npz", extra_extended=np.int64(2))
+    code, err = run_cli(_evaluate(judged, fit.name, "truth.npz"))
+    assert code == 0, err
+    assert json.loads((judged / "out.json").read_text())["extended"] == 2
+    (judged / "out.json").unlink()
+    bad = _edited(judged, "fit.npz", "bad_extended.npz", extra_extended=np.int64(-1))
+    refused(_evaluate(judged, bad.name, "truth.npz"), "'extra_extended' must be one integer")
+
+
 def test_a_fit_whose_diagnostics_are_nan_is_evaluated(judged):
     """A fit writes NaN where R-hat cannot be computed (too few draws, a constant trace)."""
     fit = _edited(judged, "fit.npz", "nan_diag.npz", diag_rhat_loglik=np.float64(np.nan),

@@ -150,8 +150,9 @@ def read_fit(path: PathLike, model: str, shape: tuple[int, int],
     """A fit ``.npz`` of ``model`` for counts of ``shape``, checked: ``mu_hat`` (shape, finite,
     >= 0); the factors and their samples (S, ...) of one K; ``log_joint`` (S,); the ``diag_*``
     scalars; ``config`` (a JSON object); ``seed``, ``iterations`` (integers); and
-    ``elapsed_seconds``. Returns the checked arrays, ``config`` decoded. ``counts`` names
-    the counts in messages."""
+    ``elapsed_seconds``; ``extra_n_chains``, ``extra_extended`` (integers) and
+    ``extra_objective`` where present. Returns the checked arrays, ``config`` decoded.
+    ``counts`` names the counts in messages."""
     data = load_npz(path)
     config = _config(data, path)
     _model_of(data, config, path, model)
@@ -171,6 +172,9 @@ def read_fit(path: PathLike, model: str, shape: tuple[int, int],
         out[chains] = _integer(data, chains, path, COUNT_LIMIT)
         if out[chains] < 1:
             raise InputError(f"{path}: key {chains!r} must be >= 1, got 0")
+    extended = part_key("extra", "extended")
+    if extended in data:
+        out[extended] = _integer(data, extended, path, COUNT_LIMIT)
     if objective in data:
         out[objective] = _numbers(data, objective, path, ndim=1, nonnegative=False)
     return out
