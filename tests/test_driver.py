@@ -127,6 +127,11 @@ def test_chains_that_miss_the_criterion_run_on_with_the_window_and_thinning_doub
     np.testing.assert_array_equal(fit.samples["x"][:300, 0], np.arange(914, 2111, 4))
     assert convergence_problem(fit.diagnostics, 4) is None
     assert fit.diagnostics["mu_cells"].shape == (4, 300, 6)
+    # every window's diagnostics are kept: the first two miss, the last is the fit's own
+    rhat, ess = fit.extra["window_rhat"], fit.extra["window_ess"]
+    assert rhat.shape == ess.shape == fit.extra["window_rhat_mu"].shape == (3,)
+    assert (rhat[:2] > 1.01).all() and rhat[2] == fit.diagnostics["rhat_loglik"]
+    assert ess[2] == fit.diagnostics["ess_bulk_loglik"]
     stopped = _settling_fit(extend=1)  # the second window still holds the offsets
     assert stopped.extra["extended"] == 1 and stopped.n_iter == 910
     assert convergence_problem(stopped.diagnostics, 4).startswith("R-hat of the log")
@@ -136,5 +141,6 @@ def test_chains_that_meet_the_criterion_or_are_too_few_are_not_extended():
     settled = _settling_fit(extend=3, settle=0)
     assert settled.extra["extended"] == 0 and settled.n_iter == 310
     assert settled.extra["burnin"] == 10 and settled.extra["thin"] == 1
+    assert settled.extra["window_rhat"].tolist() == [settled.diagnostics["rhat_loglik"]]
     few = _settling_fit(extend=3, n_chains=3)  # the criterion needs 4 chains
     assert few.extra["extended"] == 0 and few.n_iter == 310

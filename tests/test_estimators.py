@@ -49,7 +49,8 @@ def test_fit_sets_attributes_and_saves(counts, method, tmp_path):
     expected = {"mu_hat", "theta", "phi", "theta_samples", "phi_samples", "log_joint",
                 "trace_loglik", "elapsed_seconds", "elapsed_burnin", "elapsed_sampling",
                 "iterations", "seed", "config", "extra_start_loglik", "extra_n_chains",
-                "extra_burnin", "extra_thin", "extra_extended", "diag_rhat_loglik",
+                "extra_burnin", "extra_thin", "extra_extended", "extra_window_rhat",
+                "extra_window_ess", "extra_window_rhat_mu", "diag_rhat_loglik",
                 "diag_ess_bulk_loglik", "diag_ess_tail_loglik",
                 "diag_cells", "diag_rhat_mu", "diag_ess_bulk_mu", "diag_ess_tail_mu",
                 "diag_mu_cells"}

@@ -295,10 +295,19 @@ def test_convergence_reads_the_fit_diagnostics():
     fit = {"diag_rhat_loglik": np.float64(1.2), "diag_ess_bulk_loglik": np.float64(40.0),
            "diag_ess_tail_loglik": np.float64(30.0), "diag_rhat_mu": np.array([1.01, np.nan, 1.3]),
            "diag_cells": np.zeros((3, 2), np.int64), "extra_n_chains": np.int64(4)}
-    assert metrics.convergence(fit) == {"rhat_loglik": 1.2, "ess_bulk_loglik": 40.0,
-                                        "ess_tail_loglik": 30.0, "rhat_mu_max": 1.3,
-                                        "n_chains": 4.0, "extended": 0.0, "converged": 0.0}
-    assert metrics.convergence({**fit, "extra_extended": np.int64(2)})["extended"] == 2.0
+    out = metrics.convergence(fit)
+    first = {k: out.pop(k) for k in ("rhat_loglik_first", "ess_bulk_loglik_first",
+                                     "rhat_mu_max_first")}
+    assert out == {"rhat_loglik": 1.2, "ess_bulk_loglik": 40.0, "ess_tail_loglik": 30.0,
+                   "rhat_mu_max": 1.3, "n_chains": 4.0, "extended": 0.0, "converged": 0.0}
+    assert np.isnan(list(first.values())).all()  # a fit that does not record its windows
+    windows = {"extra_extended": np.int64(2), "extra_window_rhat": np.array([1.3, 1.1, 1.2]),
+               "extra_window_ess": np.array([9.0, 30.0, 40.0]),
+               "extra_window_rhat_mu": np.array([np.nan, 1.2, 1.3])}
+    out = metrics.convergence({**fit, **windows})
+    assert out["extended"] == 2.0
+    assert out["rhat_loglik_first"] == 1.3 and out["ess_bulk_loglik_first"] == 9.0
+    assert np.isnan(out["rhat_mu_max_first"])
     good = {**fit, "diag_rhat_loglik": np.float64(1.005), "diag_ess_bulk_loglik": np.float64(400),
             "diag_rhat_mu": np.array([1.01, 1.02, 1.0])}
     assert metrics.convergence(good)["converged"] == 1.0

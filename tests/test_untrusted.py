@@ -300,6 +300,19 @@ def test_how_often_a_fit_was_extended_reaches_its_metrics(judged):
     refused(_evaluate(judged, bad.name, "truth.npz"), "'extra_extended' must be one integer")
 
 
+def test_the_first_window_diagnostics_reach_the_metrics(judged):
+    with np.load(judged / "fit.npz") as z:
+        rhat, ess = z["extra_window_rhat"], z["extra_window_ess"]
+    code, err = run_cli(_evaluate(judged, "fit.npz", "truth.npz"))
+    assert code == 0, err
+    row = json.loads((judged / "out.json").read_text())
+    (judged / "out.json").unlink()
+    assert row["rhat_loglik_first"] == pytest.approx(rhat[0])
+    assert row["ess_bulk_loglik_first"] == pytest.approx(ess[0])
+    bad = _edited(judged, "fit.npz", "bad_window.npz", extra_window_rhat=np.ones((1, 1)))
+    refused(_evaluate(judged, bad.name, "truth.npz"), "'extra_window_rhat'")
+
+
 def test_a_fit_whose_diagnostics_are_nan_is_evaluated(judged):
     """A fit writes NaN where R-hat cannot be computed (too few draws, a constant trace)."""
     fit = _edited(judged, "fit.npz", "nan_diag.npz", diag_rhat_loglik=np.float64(np.nan),

@@ -28,6 +28,9 @@ PathLike = str | os.PathLike[str]
 DIAGNOSTICS = tuple(part_key("diagnostics", k) for k in ("rhat_loglik", "ess_bulk_loglik"))
 
 
+WINDOWS = ("window_rhat", "window_ess", "window_rhat_mu")  # an MCMC fit's per-window diagnostics
+
+
 def _numbers(data: dict, key: str, path: PathLike, shape: tuple | None = None, *,
              ndim: int | None = None, finite: bool = True, nonnegative: bool = True,
              nan: bool = False) -> np.ndarray:
@@ -150,8 +153,9 @@ def read_fit(path: PathLike, model: str, shape: tuple[int, int],
     """A fit ``.npz`` of ``model`` for counts of ``shape``, checked: ``mu_hat`` (shape, finite,
     >= 0); the factors and their samples (S, ...) of one K; ``log_joint`` (S,); the ``diag_*``
     scalars; ``config`` (a JSON object); ``seed``, ``iterations`` (integers); and
-    ``elapsed_seconds``; ``extra_n_chains``, ``extra_extended`` (integers) and
-    ``extra_objective`` where present. Returns the checked arrays, ``config`` decoded.
+    ``elapsed_seconds``; ``extra_n_chains``, ``extra_extended`` (integers), the diagnostics
+    of each sampling window (``extra_window_*``, 1-d, NaN allowed) and ``extra_objective``
+    where present. Returns the checked arrays, ``config`` decoded.
     ``counts`` names the counts in messages."""
     data = load_npz(path)
     config = _config(data, path)
@@ -175,6 +179,10 @@ def read_fit(path: PathLike, model: str, shape: tuple[int, int],
     extended = part_key("extra", "extended")
     if extended in data:
         out[extended] = _integer(data, extended, path, COUNT_LIMIT)
+    for name in WINDOWS:
+        key = part_key("extra", name)
+        if key in data:
+            out[key] = _numbers(data, key, path, ndim=1, finite=False, nan=True)
     if objective in data:
         out[objective] = _numbers(data, objective, path, ndim=1, nonnegative=False)
     return out

@@ -333,21 +333,31 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
     return out
 
 
+# the tidy table's diagnostics of a fit's first sampling window, from its extra_window_*
+FIRST_WINDOW = {"rhat_loglik": "window_rhat", "ess_bulk_loglik": "window_ess",
+                "rhat_mu_max": "window_rhat_mu"}
+
+
 def convergence(fit) -> dict[str, float]:
     """MCMC diagnostics of a fit (its ``diag_*`` arrays, :mod:`lppf.diagnostics`): split R-hat
     and bulk and tail ESS of the log-likelihood trace, the largest R-hat over the diagnosed
     cells of mu, the number of chains, ``extended`` (how often the chains ran on past their
-    schedule; 0 for fits before that option) and ``converged`` (1.0 when the fit meets the
-    criterion of :func:`lppf.diagnostics.convergence_problem`, else 0.0)."""
+    schedule; 0 for fits before that option), ``converged`` (1.0 when the fit meets the
+    criterion of :func:`lppf.diagnostics.convergence_problem`, else 0.0) and the first
+    three again for the schedule's own window, before any extension (``*_first``; NaN for
+    fits that do not record it)."""
     from lppf.diagnostics import convergence_problem
 
     diagnostics = part(fit, "diagnostics")
     rhat_mu = np.asarray(diagnostics["rhat_mu"], dtype=float)
     extra = part(fit, "extra")
     n_chains = int(extra.get("n_chains", 1))
+    windows = {column: np.ravel(extra.get(name, [])) for column, name in FIRST_WINDOW.items()}
+    first = {f"{column}_first": float(w[0]) if w.size else math.nan
+             for column, w in windows.items()}
     return {"rhat_loglik": float(diagnostics["rhat_loglik"]),
             "ess_bulk_loglik": float(diagnostics["ess_bulk_loglik"]),
             "ess_tail_loglik": float(diagnostics.get("ess_tail_loglik", math.nan)),
             "rhat_mu_max": float(np.nanmax(rhat_mu)) if np.isfinite(rhat_mu).any() else math.nan,
             "n_chains": float(n_chains), "extended": float(extra.get("extended", 0)),
-            "converged": float(convergence_problem(diagnostics, n_chains) is None)}
+            "converged": float(convergence_problem(diagnostics, n_chains) is None), **first}

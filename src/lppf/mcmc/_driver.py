@@ -17,6 +17,7 @@ The samples of all chains are pooled for the posterior means.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -157,7 +158,9 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
     ``elapsed`` sums the seconds of ``burnin`` (the starts included) and ``sampling`` over
     chains (chains that run at the same time overlap: the sum is not wall time); ``extra``
     holds the start information of each chain (``start_*``, one row per chain when there
-    are several), ``n_chains`` and the schedule run (``burnin``, ``thin``, ``extended``);
+    are several), ``n_chains``, the schedule run (``burnin``, ``thin``, ``extended``) and
+    the diagnostics of every window run (``window_rhat``, ``window_ess``,
+    ``window_rhat_mu``: the schedule's, then each extension's; :func:`_window_record`);
     ``diagnostics`` R-hat and ESS (:func:`lppf.diagnostics.chain_diagnostics`) and
     ``mu_cells`` (n_chains, S, m), mu at the diagnosed cells.
 
@@ -215,6 +218,7 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
         spent = sum(r["elapsed"]["burnin"] for r, _, _ in out)  # with the rounds before the last
         window, step, extended = n_iter - burnin, thin, 0
         diagnostics = _diagnose(out, burnin, cells)
+        windows = [diagnostics]
         while (extended < extend and n_chains >= MIN_CHAINS
                and convergence_problem(diagnostics, n_chains) is not None):
             extended += 1
@@ -225,6 +229,7 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
             for trace, (r, _, _) in zip(traces, out, strict=True):
                 trace.append(r["loglik"])
             diagnostics = _diagnose(out, 0, cells)
+            windows.append(diagnostics)
     runs, chain = [r for r, _, _ in out], out[-1][2]
     loglik = np.stack([np.concatenate(t) for t in traces])
     total = S * n_chains
@@ -241,7 +246,8 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
                                  np.stack([np.asarray(s[k]) for s in starts]))
              for k in starts[0]}
     n_total = loglik.shape[1]
-    extra.update(n_chains=n_chains, burnin=n_total - window, thin=step, extended=extended)
+    extra.update(n_chains=n_chains, burnin=n_total - window, thin=step, extended=extended,
+                 **_window_record(windows))
     elapsed = {"burnin": spent, "sampling": sum(r["elapsed"]["sampling"] for r in runs)}
     return FitResult(
         mu_hat=mu_hat,
@@ -251,6 +257,18 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
         trace={"loglik": loglik[0] if n_chains == 1 else loglik}, extra=extra,
         diagnostics=diagnostics,
     )
+
+
+def _window_record(windows: list[dict]) -> dict[str, np.ndarray]:
+    """Per sampling window run (the schedule's, then each extension's): the R-hat, bulk ESS
+    of the log likelihood and the worst R-hat of the diagnosed cells (NaN without one)."""
+    def worst(d: dict) -> float:
+        rhat_mu = np.asarray(d["rhat_mu"], dtype=float)
+        return float(np.nanmax(rhat_mu)) if np.isfinite(rhat_mu).any() else math.nan
+
+    return {"window_rhat": np.array([float(d["rhat_loglik"]) for d in windows]),
+            "window_ess": np.array([float(d["ess_bulk_loglik"]) for d in windows]),
+            "window_rhat_mu": np.array([worst(d) for d in windows])}
 
 
 def _diagnose(out: list[tuple[dict, dict, Chain]], burnin: int, cells: np.ndarray) -> dict:
