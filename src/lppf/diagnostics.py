@@ -207,6 +207,12 @@ def worst_rhat(diagnostics: dict[str, np.ndarray]) -> float:
     return float(values.max()) if len(values) else float("nan")
 
 
+def worst_cell_rhat(diagnostics: dict[str, np.ndarray]) -> float:
+    """The largest R-hat over the diagnosed cells of mu (NaN ignored; NaN if none is finite)."""
+    rhat_mu = np.asarray(diagnostics["rhat_mu"], dtype=float)
+    return float(np.nanmax(rhat_mu)) if np.isfinite(rhat_mu).any() else float("nan")
+
+
 def convergence_problem(diagnostics: dict[str, np.ndarray], n_chains: int) -> str | None:
     """The first diagnostic of an MCMC fit that misses the criterion, as one phrase naming
     it, its value and (for mu) the cell; None when the fit meets it. NaN misses."""

@@ -346,10 +346,9 @@ def convergence(fit) -> dict[str, float]:
     criterion of :func:`lppf.diagnostics.convergence_problem`, else 0.0) and the first
     three again for the schedule's own window, before any extension (``*_first``; NaN for
     fits that do not record it)."""
-    from lppf.diagnostics import convergence_problem
+    from lppf.diagnostics import convergence_problem, worst_cell_rhat
 
     diagnostics = part(fit, "diagnostics")
-    rhat_mu = np.asarray(diagnostics["rhat_mu"], dtype=float)
     extra = part(fit, "extra")
     n_chains = int(extra.get("n_chains", 1))
     windows = {column: np.ravel(extra.get(name, [])) for column, name in FIRST_WINDOW.items()}
@@ -358,6 +357,6 @@ def convergence(fit) -> dict[str, float]:
     return {"rhat_loglik": float(diagnostics["rhat_loglik"]),
             "ess_bulk_loglik": float(diagnostics["ess_bulk_loglik"]),
             "ess_tail_loglik": float(diagnostics.get("ess_tail_loglik", math.nan)),
-            "rhat_mu_max": float(np.nanmax(rhat_mu)) if np.isfinite(rhat_mu).any() else math.nan,
+            "rhat_mu_max": worst_cell_rhat(diagnostics),
             "n_chains": float(n_chains), "extended": float(extra.get("extended", 0)),
             "converged": float(convergence_problem(diagnostics, n_chains) is None), **first}

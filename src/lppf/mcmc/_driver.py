@@ -17,7 +17,6 @@ The samples of all chains are pooled for the posterior means.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +29,13 @@ import numpy as np
 from lppf._numba import concurrent_kernels
 from lppf._numba import threads as numba_threads
 from lppf._progress import progress_bar
-from lppf.diagnostics import MIN_CHAINS, chain_diagnostics, convergence_problem, diagnostic_cells
+from lppf.diagnostics import (
+    MIN_CHAINS,
+    chain_diagnostics,
+    convergence_problem,
+    diagnostic_cells,
+    worst_cell_rhat,
+)
 from lppf.results import FitResult
 
 
@@ -262,13 +267,9 @@ def run_chains(make_chain: Callable[[np.random.Generator], tuple[Chain, dict]], 
 def _window_record(windows: list[dict]) -> dict[str, np.ndarray]:
     """Per sampling window run (the schedule's, then each extension's): the R-hat, bulk ESS
     of the log likelihood and the worst R-hat of the diagnosed cells (NaN without one)."""
-    def worst(d: dict) -> float:
-        rhat_mu = np.asarray(d["rhat_mu"], dtype=float)
-        return float(np.nanmax(rhat_mu)) if np.isfinite(rhat_mu).any() else math.nan
-
     return {"window_rhat": np.array([float(d["rhat_loglik"]) for d in windows]),
             "window_ess": np.array([float(d["ess_bulk_loglik"]) for d in windows]),
-            "window_rhat_mu": np.array([worst(d) for d in windows])}
+            "window_rhat_mu": np.array([worst_cell_rhat(d) for d in windows])}
 
 
 def _diagnose(out: list[tuple[dict, dict, Chain]], burnin: int, cells: np.ndarray) -> dict:
