@@ -50,12 +50,15 @@ def test_fit_sets_attributes_and_saves(counts, method, tmp_path):
                 "trace_loglik", "elapsed_seconds", "elapsed_burnin", "elapsed_sampling",
                 "iterations", "seed", "config", "extra_start_loglik", "extra_n_chains",
                 "extra_burnin", "extra_thin", "extra_extended", "extra_window_rhat",
-                "extra_window_ess", "extra_window_rhat_mu", "diag_rhat_loglik",
+                "extra_window_ess", "extra_window_rhat_mu", "extra_langevin", "diag_rhat_loglik",
                 "diag_ess_bulk_loglik", "diag_ess_tail_loglik",
                 "diag_cells", "diag_rhat_mu", "diag_ess_bulk_mu", "diag_ess_tail_mu",
                 "diag_mu_cells"}
+    moved = est.result_.extra["langevin"]  # the moves run for private-collapsed fits only
+    assert moved in (0, 1) and (moved == 0 or method == "private-collapsed")
     assert keys == (expected | ({"y_hat"} if method.startswith("private") else set())
-                    | ({"alpha"} if method != "nonprivate" else set()))
+                    | ({"alpha"} if method != "nonprivate" else set())
+                    | ({"extra_langevin_acceptance"} if moved else set()))
     assert config["method"] == method and config["model"] == "pmf"
     assert config["input"] == "in.npz" and config["numba_threads"] >= 1
     assert {"a0", "b0", "max_iter", "burnin", "thin", "tol", "restarts", "threads"} <= set(config)

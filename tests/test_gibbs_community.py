@@ -11,6 +11,7 @@ from numba import njit
 from lppf._numba import threads
 from lppf.estimators import CommunityModel, PoissonMF
 from lppf.mcmc import community as cm
+from lppf.mcmc.marginal import CommunityMoves
 from lppf.validation import FitData, InputError
 
 # ------------------------------------------------------------------ Geweke tests
@@ -95,6 +96,24 @@ def geweke(method, seed=1):
 @pytest.mark.parametrize("method", ["nonprivate", "private", "private-collapsed"])
 def test_geweke_joint_distribution(method):
     z = geweke(method)
+    assert_geweke(z, NAMES[:len(z)])
+
+
+def langevin_conditional(sample, rng):
+    """The Langevin moves of the factors alone (y summed out), y given them, fresh data."""
+    problem, state = sample
+    CommunityMoves(problem)(state.Theta_VC, state.Pi_CC, A0, B0, rng)
+    cm.sample_counts(problem, state, rng)
+    draw_data(state, problem, rng)
+    return sample
+
+
+@pytest.mark.slow
+def test_geweke_of_the_langevin_moves():
+    """Geometric noise of several levels, a noiseless cell, held-out cells of garbage."""
+    with threads(1):
+        z = geweke_z(forward("private-collapsed"), langevin_conditional, statistics,
+                     n_forward=10_000, n_chains=300, n_steps=30, seed=1)
     assert_geweke(z, NAMES[:len(z)])
 
 

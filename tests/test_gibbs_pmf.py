@@ -11,6 +11,7 @@ from scipy import stats
 
 from lppf._numba import threads
 from lppf.mcmc import fit_mcmc
+from lppf.mcmc.marginal import Moves, noise_share, use
 from lppf.mcmc.pmf import (
     PMFChain,
     allocate,
@@ -19,6 +20,7 @@ from lppf.mcmc.pmf import (
     log_joint,
     make_state,
     mean_product,
+    update_counts,
 )
 from lppf.validation import FitData
 
@@ -76,7 +78,13 @@ def forward(method):
     return draw
 
 
-def successive(method):
+def langevin(state, data, a0, b0, rng):
+    """The Langevin moves of the factors (y summed out), then y given them."""
+    Moves(data)(state.Theta, state.Phi, a0, b0, rng)
+    update_counts(state, data, rng)
+
+
+def successive(method, sweep=gibbs_sweep):
     """One sweep of the sampler given y~ (or y), then the data from the model; held-out
     cells carry no information, so they are redrawn from the model given the factors."""
     def step(joint, rng):
@@ -84,7 +92,7 @@ def successive(method):
                        ALPHA if method != "nonprivate" else np.zeros((1, 1)), MASK)
         state = make_state(data, method, joint.Theta, joint.Phi,
                            Y=joint.Y.astype(np.int32), lam=joint.lam)
-        gibbs_sweep(state, data, A0, B0, rng)
+        sweep(state, data, A0, B0, rng)
         joint.Theta, joint.Phi = state.Theta, state.Phi
         mu = joint.Theta @ joint.Phi
         if method == "nonprivate":
@@ -127,6 +135,33 @@ def test_geweke_joint_distribution(method):
     assert_geweke(z, NAMES[:n])
 
 
+@pytest.mark.slow
+def test_geweke_of_the_langevin_moves():
+    """The factors moved by the Langevin moves alone, geometric noise and noiseless cells."""
+    n = len(NAMES) - 2
+    z = geweke_z(forward("private-collapsed"), successive("private-collapsed", langevin),
+                 lambda j: statistics(j)[:n], n_forward=10_000, n_chains=500, n_steps=10,
+                 seed=11)
+    assert_geweke(z, NAMES[:n])
+
+
+def test_langevin_moves_run_where_the_noise_hides_most_of_the_counts():
+    Y = np.array([[3, 0], [1, 5]])
+    quiet = FitData(Y, np.full((1, 1), 0.1), np.zeros(Y.shape, bool))
+    loud = FitData(Y, np.full((1, 1), 0.8), np.zeros(Y.shape, bool))
+    # variance 2 alpha / (1 - alpha)^2 per cell: 0.247 and 40, against 9 counts
+    assert noise_share(Y, quiet.alpha, quiet.mask, "geometric") == pytest.approx(
+        4 * 0.2 / 0.81 / (4 * 0.2 / 0.81 + 9))
+    def uses(method, sampler, data):
+        return use(method, sampler, data.Y, data.alpha, data.mask, data.mechanism)
+
+    assert not uses("private-collapsed", "auto", quiet)
+    assert uses("private-collapsed", "auto", loud)
+    assert not uses("private-collapsed", "gibbs", loud)
+    assert not uses("private", "auto", loud)
+    assert not uses("naive", "auto", loud)
+
+
 def synthetic(seed, alpha, D=60, V=50, K=3):
     rng = np.random.default_rng(seed)
     Theta = rng.gamma(0.3, 3.0, (D, K))
@@ -166,6 +201,8 @@ def test_same_seed_same_result_for_any_thread_count(method):
     mask = np.random.default_rng(3).random(Y.shape) < 0.1
     data = (FitData(Y, np.zeros((1, 1)), mask) if method == "nonprivate"
             else FitData(Ytil, np.full((len(Y), 1), 0.5), mask))
+    assert use(method, "auto", data.Y, data.alpha, data.mask, data.mechanism) == (
+        method == "private-collapsed")  # the Langevin moves, in 3 chunks of rows
     fits = []
     for n in (1, 2, 2):
         with threads(n):

@@ -11,7 +11,8 @@ from lppf import noise
 from lppf._numba import threads
 from lppf.mcmc import community as cm
 from lppf.mcmc import fit_mcmc
-from lppf.mcmc.pmf import gibbs_sweep, make_state
+from lppf.mcmc.marginal import CommunityMoves, Moves
+from lppf.mcmc.pmf import gibbs_sweep, make_state, update_counts
 from lppf.validation import FitData
 
 A0, B0 = 1.0, 1.0
@@ -37,16 +38,22 @@ def pmf_forward(mechanism):
     return draw
 
 
-def pmf_step(mechanism, fitted):
+def pmf_step(mechanism, fitted, moves=False):
     """Fresh data y~ given y (the noise ``PARAMS[mechanism]``), then one sweep given y~ with
     the noise ``fitted`` assumes; held-out counts are redrawn from the model. The state
-    keeps the y~ the sweep saw, so that the statistics see the draws of y next to it."""
+    keeps the y~ the sweep saw, so that the statistics see the draws of y next to it.
+    ``moves``: the Langevin moves of the factors (y summed out), then y given them, instead
+    of the sweep."""
     def step(joint, rng):
         Theta, Phi, Y, _ = joint
         Ytil = Y + noise.sample(mechanism, PARAMS[mechanism], rng)
         data = FitData(Ytil, fitted, MASK, mechanism=mechanism)
         state = make_state(data, "private-collapsed", Theta, Phi, Y=Y.astype(np.int32))
-        gibbs_sweep(state, data, A0, B0, rng)
+        if moves:
+            Moves(data)(state.Theta, state.Phi, A0, B0, rng)
+            update_counts(state, data, rng)
+        else:
+            gibbs_sweep(state, data, A0, B0, rng)
         Y = np.where(MASK, rng.poisson(state.Theta @ state.Phi), state.Y)
         return state.Theta, state.Phi, Y, Ytil
     return step
@@ -61,10 +68,10 @@ def pmf_statistics(joint):
                     dtype=float)
 
 
-def pmf_geweke(mechanism, fitted, seed=11):
+def pmf_geweke(mechanism, fitted, seed=11, moves=False):
     with threads(1):
-        return geweke_z(pmf_forward(mechanism), pmf_step(mechanism, fitted), pmf_statistics,
-                        n_forward=10_000, n_chains=400, n_steps=10, seed=seed)
+        return geweke_z(pmf_forward(mechanism), pmf_step(mechanism, fitted, moves),
+                        pmf_statistics, n_forward=10_000, n_chains=400, n_steps=10, seed=seed)
 
 
 @pytest.mark.slow
@@ -79,6 +86,20 @@ def test_pmf_geweke_fails_with_the_wrong_noise(mechanism):
     """A sampler that assumes the noise parameter 1.5 times too large is caught."""
     with pytest.raises(AssertionError):
         assert_geweke(pmf_geweke(mechanism, PARAMS[mechanism] * 1.5), NAMES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", ["discrete-gaussian", "skellam"])
+def test_pmf_geweke_of_the_langevin_moves(mechanism):
+    """The factors moved by the Langevin moves alone (y summed out), then y given them."""
+    assert_geweke(pmf_geweke(mechanism, PARAMS[mechanism], moves=True), NAMES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", ["discrete-gaussian", "skellam"])
+def test_pmf_geweke_of_the_langevin_moves_fails_with_the_wrong_noise(mechanism):
+    with pytest.raises(AssertionError):
+        assert_geweke(pmf_geweke(mechanism, PARAMS[mechanism] * 1.5, moves=True), NAMES)
 
 
 # ------------------------------------------------------------------ community model
@@ -128,25 +149,43 @@ def cm_statistics(sample):
                     dtype=float)
 
 
-def cm_geweke_parts(mechanism, fitted, seed=1):
+def cm_geweke_parts(mechanism, fitted, seed=1, moves=False):
+    """``moves``: the Langevin moves of the factors (y summed out), then y given them, instead
+    of the sweep."""
     def step(sample, rng):  # fresh data, then a sweep: the statistics see both
         problem, state = sample
         cm_draw_data(mechanism, state, problem, rng)
-        cm.gibbs_sweep(problem, state, rng)
+        if moves:
+            CommunityMoves(problem)(state.Theta_VC, state.Pi_CC, A0, B0, rng)
+            cm.sample_counts(problem, state, rng)
+        else:
+            cm.gibbs_sweep(problem, state, rng)
         return sample
     with threads(1):
         return geweke_parts(cm_forward(mechanism, fitted), step, cm_statistics,
                             n_forward=10_000, n_chains=300, n_steps=30, seed=seed)
 
 
-def cm_geweke(mechanism, fitted, seed=1):
-    return z_scores(cm_geweke_parts(mechanism, fitted, seed))
+def cm_geweke(mechanism, fitted, seed=1, moves=False):
+    return z_scores(cm_geweke_parts(mechanism, fitted, seed, moves))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mechanism", ["discrete-gaussian", "skellam"])
 def test_community_geweke(mechanism):
     assert_geweke(cm_geweke(mechanism, CM_PARAMS[mechanism]), CM_NAMES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", ["discrete-gaussian", "skellam"])
+def test_community_geweke_of_the_langevin_moves(mechanism):
+    assert_geweke(cm_geweke(mechanism, CM_PARAMS[mechanism], moves=True), CM_NAMES)
+
+
+@pytest.mark.slow
+def test_community_geweke_of_the_langevin_moves_fails_with_the_wrong_noise():
+    with pytest.raises(AssertionError):
+        assert_geweke(cm_geweke("skellam", CM_PARAMS["skellam"] * 1.5, moves=True), CM_NAMES)
 
 
 @pytest.mark.slow

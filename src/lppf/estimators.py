@@ -67,7 +67,9 @@ _PARAMETERS = f"""
     sampler : str, default={DEFAULTS['sampler']!r}
         MCMC of the community model's fixed counts (``naive``, ``nonprivate``, free
         factors), one of {", ".join(SAMPLERS)}: HMC with the allocation summed out, or the
-        Gibbs sweep; ``auto`` takes HMC under ``a0 >= 1``. Every other fit is Gibbs.
+        Gibbs sweep; ``auto`` takes HMC under ``a0 >= 1``. A ``private-collapsed``
+        fit: ``auto`` adds Langevin moves of the factors with the true counts summed out
+        when the noise hides most of the counts, ``gibbs`` never. Every other fit is Gibbs.
     tol : float, default={DEFAULTS['tol']:g}
         CAVI: stop when the relative change of ``mu_hat`` drops below it (0: never).
     restarts : int, default={DEFAULTS['restarts']}

@@ -49,7 +49,7 @@ class Settings:
     thin: int = 20
     n_chains: int = 1  # MCMC: independent chains, samples pooled
     extend: int = 0  # MCMC: times the chains may run on while they miss the criterion
-    sampler: str = "auto"  # MCMC of the community model's fixed counts: auto, gibbs or hmc
+    sampler: str = "auto"  # MCMC: auto, gibbs or hmc (community fixed counts; pmf moves)
     tol: float = 1e-5  # CAVI: stop when the relative change of mu_hat drops below (0: never)
     restarts: int = 1  # CAVI: random restarts, best ELBO kept
     random_state: Any = None  # int, None (a fresh seed) or a numpy Generator; see ``seed_``

@@ -77,7 +77,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sampler", choices=SAMPLERS,
                    help="MCMC of the community model's naive and nonprivate fits (free "
                         "factors): hmc, gibbs, or auto, HMC under --a0 >= 1 "
-                        f"(default {DEFAULTS['sampler']}); every other fit is Gibbs")
+                        f"(default {DEFAULTS['sampler']}); a private-collapsed fit: auto "
+                        "adds Langevin moves under heavy noise, gibbs never; every other fit "
+                        "is Gibbs")
     p.add_argument("--idata", type=Path, metavar="OUT.nc",
                    help="MCMC: also write the samples as ArviZ InferenceData (netCDF; needs "
                         "lppf[arviz])")

@@ -55,7 +55,7 @@ from lppf._numba import (
 from lppf._numba import threads as numba_threads
 from lppf.draws import multinomial
 from lppf.log_densities import count_loglik, gamma_logpdf_sum, log_factorial
-from lppf.mcmc import counts, hmc
+from lppf.mcmc import counts, hmc, marginal
 from lppf.mcmc._driver import run_chains
 from lppf.noise_conditional import Tables, fit_tables
 from lppf.noise_conditional import count_loglik as noise_count_loglik
@@ -431,11 +431,18 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
     (S,) is :func:`log_joint`; ``trace["loglik"]`` (n_iter,) is log p(y | Theta, Pi) over the
     observed cells at the start of each iteration; ``elapsed`` has ``burnin`` (the starts
     included, though not counted in ``n_iter``) and ``sampling`` seconds; ``extra["hmc"]`` is
-    1 when the chains ran HMC, 0 when they ran the Gibbs sweep.
+    1 when the chains ran HMC, 0 when they ran the Gibbs sweep; ``extra["langevin"]`` 1 when
+    a ``private-collapsed`` fit under heavy noise ran the Langevin moves of
+    :mod:`lppf.mcmc.marginal` before each sweep (after the augmented burn-in), and then
+    ``extra["langevin_acceptance"]`` their mean acceptance (rows of Theta, Pi).
     """
     fix = dict(data.fix)
     problem = make_problem(data, method, a0, b0)
     chain_class = HMCChain if uses_hmc(problem, sampler) else CommunityChain
+    moves = (marginal.CommunityMoves(problem)
+             if marginal.use(method, sampler, problem.Ytil_VV, problem.alpha_VV,
+                             ~problem.obs_VV, problem.mechanism) else None)
+    chains: list[CommunityChain] = []
     start = []  # the EM start, from chain 0's generator, shared by every chain
 
     def make_chain(chain_rng):
@@ -445,6 +452,9 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
             start[:] = best_start(observed, method, n_components, burnin, chain_rng,
                                   model="community", n_iter=n_iter)
         chain = chain_class(problem, start, burnin, chain_rng)
+        if moves is not None:
+            chain.moves = moves
+            chains.append(chain)
         return chain, chain.info
 
     with numba_threads(threads), at_most(n_chunks(problem.Ytil_VV.shape[0])), blas_single():
@@ -452,6 +462,11 @@ def fit_community_mcmc(data: FitData, *, method: str, n_components: int, a0: flo
                             thin=thin, rng=rng, mask=~problem.obs_VV, progress=progress,
                             desc=f"community {method}", extend=extend)
     result.extra["hmc"] = int(chain_class is HMCChain)
+    result.extra["langevin"] = int(moves is not None)
+    if moves is not None:  # mean acceptance of the moves of Theta's rows, of Pi
+        rates = (chain.accepted for chain in chains)
+        summed = [math.fsum(c) for c in zip(*rates, strict=True)]  # the same in any order
+        result.extra["langevin_acceptance"] = np.array(summed[:2]) / max(summed[2], 1.0)
     return result
 
 
@@ -479,12 +494,18 @@ class CommunityChain:
         self.state = make_state(problem, Theta, Pi, rng)
         self.info = {"loglik": scores}
         self.problem, self.rng = problem, rng
+        self.moves: marginal.CommunityMoves | None = None  # set by fit_community_mcmc
+        self.accepted = np.zeros(3)  # the moves' summed acceptance rates (Theta, Pi), count
 
     def sweep(self) -> float:
         if self.n_sweeps == self.handoff and self.problem is not self.target:
             self.problem = self.target
             self.state.lam_plus_VV = self.state.lam_minus_VV = None
         self.n_sweeps += 1
+        if self.moves is not None and self.problem is self.target:  # collapsed counts next
+            state, problem = self.state, self.problem
+            self.accepted += (*self.moves(state.Theta_VC, state.Pi_CC, problem.a0, problem.b0,
+                                          self.rng), 1)
         return gibbs_sweep(self.problem, self.state, self.rng)
 
     def factors(self) -> dict[str, np.ndarray]:

@@ -12,6 +12,10 @@ nor rate terms. One iteration:
 3. ``theta_dk ~ Gamma(a0 + sum_v y_dvk, b0 + sum_(v observed) phi_kv)``, then
    ``phi_kv ~ Gamma(a0 + sum_d y_dvk, b0 + sum_(d observed) theta_dk)``.
 
+A chain (:class:`PMFChain`) of a ``private-collapsed`` fit under heavy noise adds, after the
+factor draws, a Langevin move of every row of Theta and column of Phi with ``y`` summed
+out (:mod:`lppf.mcmc.marginal`).
+
 ``naive`` fits the non-private model to ``max(y~, 0)``; ``nonprivate`` to the true counts.
 The allocation runs in parallel over fixed chunks of rows, each reseeded from the caller's
 generator, so results are identical for any thread count.
@@ -41,6 +45,7 @@ from lppf._numba import (
 from lppf._numba import threads as numba_threads
 from lppf.draws import gamma_posterior, multinomial
 from lppf.log_densities import count_loglik, gamma_logpdf_sum, log_factorial
+from lppf.mcmc import marginal
 from lppf.mcmc._driver import run_chains
 from lppf.mcmc.counts import (
     sample_counts_collapsed,
@@ -406,8 +411,10 @@ class PMFChain:
     over the cells but the one for the noise term of its log joint."""
 
     def __init__(self, data: FitData, state: State, a0: float, b0: float,
-                 rng: np.random.Generator):
+                 rng: np.random.Generator, moves: marginal.Moves | None = None):
         self.state, self.data, self.a0, self.b0, self.rng = state, data, a0, b0, rng
+        self.moves = moves  # Langevin moves with y summed out after the factor draws
+        self.accepted = np.zeros(3)  # the moves' summed acceptance rates (Theta, Phi), count
         self.W_DV = _observed_weights(data.mask)
         self.buf = np.empty(data.Y.shape) if state.method in PRIVATE_METHODS else None
         self.mu_sum = observed_mu_sum(state.Theta, state.Phi, self.W_DV)
@@ -419,6 +426,9 @@ class PMFChain:
         if self.allocation is not None:
             _, self.mu_sum = update_factors(state, *self.allocation, self.W_DV, self.a0,
                                             self.b0, data.fix, self.rng)
+        if self.moves is not None:
+            self.accepted += (*self.moves(state.Theta, state.Phi, self.a0, self.b0, self.rng), 1)
+            self.mu_sum = observed_mu_sum(state.Theta, state.Phi, self.W_DV)
         update_counts(state, data, self.rng, self.buf)
         Y_DK, Y_KV, ll = allocate(state, data, self.rng)
         self.allocation = (Y_DK, Y_KV)
@@ -496,8 +506,10 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
                  n_chains: int = 1, extend: int = 0, sampler: str = "auto") -> FitResult:
     """Run ``n_chains`` chains of ``n_iter`` iterations (including ``burnin``), saving every
     ``thin``-th state after the burn-in, extended up to ``extend`` times while they miss the
-    convergence criterion (:func:`lppf.mcmc._driver.run_chains`). Every fit is Gibbs:
-    ``sampler`` may be "auto" or "gibbs" (:func:`lppf.validation.check_sampler`).
+    convergence criterion (:func:`lppf.mcmc._driver.run_chains`). The sweeps are Gibbs;
+    ``sampler`` "auto" adds to a ``private-collapsed`` fit under heavy noise the Langevin
+    moves of :mod:`lppf.mcmc.marginal` (:func:`lppf.mcmc.marginal.use`), "gibbs" never
+    (:func:`lppf.validation.check_sampler`).
 
     The chains start at the best of several EM fits of the observed data
     (:mod:`lppf.start`), run once, from the first chain's generator, and shared by
@@ -508,8 +520,12 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
     (posterior mean of mu over saved samples, every cell), posterior-mean factors, y_hat
     (posterior mean of the true counts, private methods; for held-out cells the posterior
     mean of mu), factor samples (S, D, K) / (S, K, V), log joint of each saved state
-    (:func:`log_joint`), the trace ``loglik`` (:func:`gibbs_sweep`) and seconds per phase.
+    (:func:`log_joint`), the trace ``loglik`` (:func:`gibbs_sweep`) and seconds per phase;
+    ``extra["langevin"]`` is 1 when the chains ran the moves, and then
+    ``extra["langevin_acceptance"]`` their mean acceptance (rows of Theta, columns of Phi).
     """
+    moves = (marginal.Moves(data) if marginal.use(method, sampler, data.Y, data.alpha, data.mask,
+                                                  data.mechanism) else None)
     start = []  # the EM start, from chain 0's generator (its restarts cost more than
     # the chains' sweeps at the default sizes; their best restart is the deterministic
     # NNDSVD one on most data sets, so per-chain starts were the same point anyway)
@@ -520,9 +536,17 @@ def fit_pmf_mcmc(data: FitData, *, method: str, n_components: int, a0: float, b0
                                     n_iter=n_iter))
         Theta, Phi, scores = start
         state = make_state(data, method, Theta.copy(), Phi.copy())
-        return PMFChain(data, state, a0, b0, chain_rng), {"loglik": scores}
+        chains.append(PMFChain(data, state, a0, b0, chain_rng, moves))
+        return chains[-1], {"loglik": scores}
 
+    chains: list[PMFChain] = []
     with numba_threads(threads), blas_single():
-        return run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
-                          thin=thin, rng=rng, mask=data.mask, progress=progress,
-                          desc=f"pmf {method}", extend=extend)
+        result = run_chains(make_chain, n_chains=n_chains, n_iter=n_iter, burnin=burnin,
+                            thin=thin, rng=rng, mask=data.mask, progress=progress,
+                            desc=f"pmf {method}", extend=extend)
+    result.extra["langevin"] = int(moves is not None)
+    if moves is not None:  # mean acceptance of the moves of Theta's rows, Phi's columns
+        rates = (chain.accepted for chain in chains)
+        summed = [math.fsum(c) for c in zip(*rates, strict=True)]  # the same in any order
+        result.extra["langevin_acceptance"] = np.array(summed[:2]) / max(summed[2], 1.0)
+    return result

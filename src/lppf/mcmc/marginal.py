@@ -1,0 +1,378 @@
+"""Langevin moves of the PMF factors with the true counts summed out (``private-collapsed``).
+
+Under heavy noise the Gibbs sweep is slow for a reason of its own: it draws the true counts y
+given the rates mu, then mu given y, and when the noise hides most of what y~ says about mu,
+y given mu is little more than mu itself, so each sweep moves mu by a small step (the
+fraction of missing information; Liu 1994). These moves skip the latent layer: each row
+theta_d of Theta given Phi (then each column phi_v of Phi given Theta) takes one
+Metropolis-adjusted Langevin step (MALA; Roberts and Tweedie 1996) on the exact conditional
+with y summed out. In log space, u_k = ln theta_dk,
+
+    ln p(u | Phi, y~) = sum_v [ln Z_dv(mu_dv) - mu_dv] + sum_k [a0 u_k - b0 theta_dk] + const,
+    Z(mu) = sum_y mu^y / y! p_noise(y~ - y)          (:mod:`lppf.noise_conditional`),
+    d/du_k = theta_dk sum_v phi_kv (E[y_dv | y~_dv, mu_dv] / mu_dv - 1) + a0 - b0 theta_dk,
+
+summed over the observed cells (a noiseless cell is Poisson: Z = mu^y~ / y~!). The proposal
+is ``u' = u + (h^2 / 2) s^2 g(u) + h s xi``, xi ~ N(0, I), h = :func:`step`, with the
+per-entry scale s_k =
+min(I_k^(-1/2), ``SD_MAX``) from an approximate Fisher information at u,
+``I_k = theta_dk^2 sum_v phi_kv^2 / (mu_dv + var_dv) + a0 + b0 theta_dk`` (var_dv the noise
+variance: a Poisson count seen through noise of that variance), and the step is accepted with
+the usual ratio, the reverse proposal's scale taken at u'. Rows are independent given Phi, so
+they run in parallel over fixed chunks (each reseeded), and results do not depend on the
+thread count. The moves leave p(Theta, Phi | y~) invariant; the sweep's count update then
+draws y afresh from its conditional given y~ and the new mu, so together they are an exact
+move of (Theta, Phi, y). They pay where the noise hides most of the information: :func:`use`.
+The community model's moves (:class:`CommunityMoves`) are the same on its rows of Theta, in
+turn, and on Pi.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from lppf._numba import CHUNK, at, at_most, chunk_seeds, rng_state, uniform
+from lppf.conditional import TINY_RATE, mean_log_z_noisy
+from lppf.draws import _normal
+from lppf.noise import variance
+from lppf.noise_conditional import GEOMETRIC, mean_log_z, tables
+
+STEP = 1.4  # h of a block of up to BLOCK entries: about half the proposals accepted
+BLOCK = 5  # larger blocks step by STEP * sqrt(BLOCK / entries) (Pi of C = 5: 0.63)
+SD_MAX = 2.0  # largest proposal scale in ln theta (entries the data barely inform)
+NOISE_SHARE = 0.5  # the moves run when the noise's share of the information is at least this
+
+
+def step(entries: int) -> float:
+    """The step h of a block of ``entries`` log factors."""
+    return STEP * min(1.0, math.sqrt(BLOCK / entries))
+
+
+def noise_share(Ytil: np.ndarray, param: np.ndarray, mask: np.ndarray, mechanism: str) -> float:
+    """``s2 / (s2 + n)`` over the observed cells: ``s2`` the summed noise variance, ``n`` the
+    summed positive privatized counts; 0 when no cell is noisy."""
+    param = np.broadcast_to(np.asarray(param, dtype=np.float64), Ytil.shape)[~mask]
+    values, counts = np.unique(param[param > 0], return_counts=True)
+    s2 = float(sum(k * variance(mechanism, v) for v, k in zip(values, counts, strict=True)))
+    n = float(np.maximum(Ytil[~mask], 0).sum())
+    return s2 / (s2 + n) if s2 > 0.0 else 0.0
+
+
+def use(method: str, sampler: str, Ytil: np.ndarray, param: np.ndarray, mask: np.ndarray,
+        mechanism: str) -> bool:
+    """Whether a fit runs the moves: ``private-collapsed`` under sampler "auto" when
+    :func:`noise_share` of its data is at least ``NOISE_SHARE``."""
+    if method != "private-collapsed" or sampler != "auto":
+        return False
+    return noise_share(Ytil, param, mask, mechanism) >= NOISE_SHARE
+
+
+class Moves:
+    """The moves of the PMF model for the data of a fit (``lppf.validation.FitData``): noise
+    tables and transposed copies, built once and shared by its chains."""
+
+    def __init__(self, data):
+        Y = np.ascontiguousarray(data.Y, dtype=np.int64)
+        param = np.ascontiguousarray(np.broadcast_to(data.alpha, Y.shape), dtype=np.float64)
+        t = tables(data.mechanism, param, Y)
+        self.t, self.fix = t, data.fix
+        self.a = np.exp(t.par) if t.kind == GEOMETRIC else np.zeros(0)
+        self.rows = (Y, np.ascontiguousarray(data.mask), np.ascontiguousarray(t.code))
+        self.cols = tuple(np.ascontiguousarray(X.T) for X in self.rows)
+
+    def __call__(self, Theta: np.ndarray, Phi: np.ndarray, a0: float, b0: float,
+                 rng: np.random.Generator) -> tuple[float, float]:
+        """One step on every row of Theta, then on every column of Phi, in place (a factor
+        held fixed is left alone); returns their acceptance rates (NaN when not moved)."""
+        rates = [math.nan, math.nan]
+        # (E[y], ln Z) of every cell at the rates the row moves leave, for the column moves
+        cache = np.zeros((2, *Theta.shape[:1], Phi.shape[1]))
+        if "theta" not in self.fix:
+            rates[0] = self._move_rows(Theta, Phi, self.rows, cache, False, a0, b0, rng)
+        if "phi" not in self.fix:
+            Phi_T = np.ascontiguousarray(Phi.T)
+            rates[1] = self._move_rows(Phi_T, np.ascontiguousarray(Theta.T), self.cols,
+                                       cache.transpose(0, 2, 1), "theta" not in self.fix, a0,
+                                       b0, rng)
+            Phi[...] = Phi_T.T
+        return rates[0], rates[1]
+
+    def _move_rows(self, X, F, arrays, cache, cached, a0, b0, rng) -> float:
+        Y, mask, code = arrays
+        t = self.t
+        seeds = chunk_seeds(rng, len(X))
+        accepted = np.zeros(len(X))
+        with at_most(len(seeds)):
+            _moves(X, F, Y, mask, code, t.kind, self.a, t.par, t.var, t.lnorm, t.lr, t.lc,
+                   float(a0), float(b0), step(X.shape[1]), seeds, accepted, cache[0], cache[1],
+                   cached)
+        return float(accepted.mean()) if len(X) else math.nan
+
+
+@njit(cache=True, inline="always")
+def _cell(y, mu, p, kind, a, par, var, lnorm, lr, lc):
+    """(E[y], ln Z) of an observed cell with privatized count ``y`` (true count when p < 0)."""
+    if p < 0:
+        return float(y), y * math.log(mu) - math.lgamma(y + 1.0)
+    if kind == GEOMETRIC:
+        return mean_log_z_noisy(y, a[p], mu, 1.0 / a[p], par[p])
+    return mean_log_z(y, mu, kind, par[p], var[p], lnorm[p], lr, lc, p)
+
+
+@njit(cache=True)
+def _target(r, x, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g, s, e_C, lz_C,
+            cached):
+    """ln p(u | F, y~) of row ``r`` at theta = ``x`` (up to a constant); its gradient in u
+    into ``g`` and the proposal scales into ``s``. Each cell's (E[y], ln Z) is read from
+    ``e_C``, ``lz_C`` when ``cached``, else computed and written there."""
+    K, C = F.shape
+    g[:] = 0.0
+    s[:] = 0.0
+    out = 0.0
+    for c in range(C):
+        if mask[r, c]:
+            continue
+        mu = 0.0
+        for k in range(K):
+            mu += x[k] * F[k, c]
+        mu = max(mu, TINY_RATE)
+        p = at(code, r, c)
+        if cached:
+            e, log_z = e_C[c], lz_C[c]
+        else:
+            e, log_z = _cell(Y[r, c], mu, p, kind, a, par, var, lnorm, lr, lc)
+            e_C[c], lz_C[c] = e, log_z
+        out += log_z - mu
+        w = e / mu - 1.0
+        info = 1.0 / (mu + (var[p] if p >= 0 else 0.0))
+        for k in range(K):
+            g[k] += F[k, c] * w
+            s[k] += F[k, c] * F[k, c] * info
+    for k in range(K):
+        out += a0 * math.log(x[k]) - b0 * x[k]
+        g[k] = x[k] * g[k] + a0 - b0 * x[k]
+        s[k] = min(1.0 / math.sqrt(x[k] * x[k] * s[k] + a0 + b0 * x[k]), SD_MAX)
+    return out
+
+
+@njit(cache=True, inline="always")
+def _propose(x, g, s, h, rs, spare, u1, x1):
+    """The proposal from ``x`` (gradient ``g``, scales ``s``) into ``u1`` (logs) and ``x1``;
+    returns ln q(u1 | u) up to the normal constants."""
+    log_q = 0.0
+    for k in range(len(x)):
+        xi = _normal(rs, spare)
+        u1[k] = math.log(x[k]) + 0.5 * h * h * s[k] * s[k] * g[k] + h * s[k] * xi
+        x1[k] = math.exp(u1[k])
+        log_q -= 0.5 * xi * xi + math.log(s[k])
+    return log_q
+
+
+@njit(cache=True, inline="always")
+def _reverse(x, u1, g1, s1, h):
+    """ln q(u | u1) of the way back to ``x`` from ``u1`` (gradient ``g1``, scales ``s1``)."""
+    log_q = 0.0
+    for k in range(len(x)):
+        back = (math.log(x[k]) - u1[k] - 0.5 * h * h * s1[k] * s1[k] * g1[k]) / (h * s1[k])
+        log_q -= 0.5 * back * back + math.log(s1[k])
+    return log_q
+
+
+@njit(cache=True, inline="always")
+def _usable(x1):
+    for v in x1:  # noqa: SIM110 (a loop numba compiles to a plain loop)
+        if not (v > 0.0 and v < math.inf):
+            return False
+    return True
+
+
+@njit(cache=True, parallel=True)
+def _moves(X, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0, h, seeds, accepted,
+           E_RC, LZ_RC, cached):
+    """One MALA step on each row of ``X`` (R, K) given ``F`` (K, C), rows in chunks of
+    ``CHUNK``, each chunk on the xoshiro stream of its seed; ``accepted`` (R,) gets 0 or 1.
+    ``cached``: the cells' (E[y], ln Z) at the present rates are read from ``E_RC``,
+    ``LZ_RC``; else those at the rates each row ends with are written there."""
+    R, K = X.shape
+    C = F.shape[1]
+    for chunk in prange(len(seeds)):
+        rs = rng_state(seeds[chunk])
+        spare = np.full(1, np.nan)
+        g, s, g1, s1 = np.empty(K), np.empty(K), np.empty(K), np.empty(K)
+        u1, x1 = np.empty(K), np.empty(K)
+        e0, lz0, e1, lz1 = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
+        for r in range(chunk * CHUNK, min((chunk + 1) * CHUNK, R)):
+            x = X[r]
+            if cached:
+                f = _target(r, x, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0,
+                            g, s, E_RC[r], LZ_RC[r], True)
+            else:
+                f = _target(r, x, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0,
+                            g, s, e0, lz0, False)
+            forward = _propose(x, g, s, h, rs, spare, u1, x1)
+            move = False
+            if _usable(x1):
+                f1 = _target(r, x1, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0,
+                             g1, s1, e1, lz1, False)
+                move = (math.log(1.0 - uniform(rs))
+                        < f1 - f + _reverse(x, u1, g1, s1, h) - forward)
+            accepted[r] = 1.0 if move else 0.0
+            if move:
+                X[r, :] = x1
+            if not cached:
+                E_RC[r, :] = e1 if move else e0
+                LZ_RC[r, :] = lz1 if move else lz0
+
+
+# ---------------------------------------------------------------- community model
+
+
+class CommunityMoves:
+    """The moves of the community model (``lppf.mcmc.community.Problem`` of a
+    ``private-collapsed`` fit): actors one after another, as the Gibbs sweep (theta_i and
+    theta_j share the cells ij and ji), each row theta_i given the others and Pi, then Pi
+    given Theta as one block of C x C entries."""
+
+    def __init__(self, problem):
+        Y = np.ascontiguousarray(problem.Ytil_VV, dtype=np.int64)
+        t = tables(problem.mechanism, problem.alpha_VV, Y)
+        self.t, self.Y, self.obs = t, Y, np.ascontiguousarray(problem.obs_VV)
+        self.a = np.exp(t.par) if t.kind == GEOMETRIC else np.zeros(0)
+        self.fix_theta, self.fix_pi = problem.fix_theta, problem.fix_pi
+
+    def __call__(self, Theta: np.ndarray, Pi: np.ndarray, a0: float, b0: float,
+                 rng: np.random.Generator) -> tuple[float, float]:
+        """One step on every actor's row of Theta in turn, then on Pi, in place (a factor
+        held fixed is left alone); returns their acceptance rates (NaN when not moved)."""
+        t, rates = self.t, [math.nan, math.nan]
+        seed_theta, seed_pi = (int(x) for x in rng.integers(2**31, size=2))
+        tab = (self.Y, self.obs, t.code, t.kind, self.a, t.par, t.var, t.lnorm, t.lr, t.lc)
+        if not self.fix_theta:
+            accepted = np.zeros(len(Theta))
+            _actor_moves(Theta, Pi, *tab, float(a0), float(b0), step(Theta.shape[1]),
+                         seed_theta, accepted)
+            rates[0] = float(accepted.mean())
+        if not self.fix_pi:
+            rates[1] = float(_pi_move(Theta, Pi, *tab, float(a0), float(b0), step(Pi.size),
+                                      seed_pi))
+        return rates[0], rates[1]
+
+
+@njit(cache=True)
+def _actor_target(i, x, Q, R, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g, s):
+    """ln p(u | the others, y~) of actor ``i`` at theta_i = ``x``: its cells ij (rate
+    x . Q[j], Q = Theta Pi^T) and ji (x . R[j], R = Theta Pi); gradient into ``g``, proposal
+    scales into ``s``."""
+    V, C = Q.shape
+    g[:] = 0.0
+    s[:] = 0.0
+    out = 0.0
+    for j in range(V):
+        for side in range(2):
+            r, c = (i, j) if side == 0 else (j, i)
+            if not obs[r, c]:
+                continue
+            w_C = Q[j] if side == 0 else R[j]
+            mu = 0.0
+            for k in range(C):
+                mu += x[k] * w_C[k]
+            mu = max(mu, TINY_RATE)
+            p = at(code, r, c)
+            e, log_z = _cell(Y[r, c], mu, p, kind, a, par, var, lnorm, lr, lc)
+            out += log_z - mu
+            w = e / mu - 1.0
+            info = 1.0 / (mu + (var[p] if p >= 0 else 0.0))
+            for k in range(C):
+                g[k] += w_C[k] * w
+                s[k] += w_C[k] * w_C[k] * info
+    for k in range(C):
+        out += a0 * math.log(x[k]) - b0 * x[k]
+        g[k] = x[k] * g[k] + a0 - b0 * x[k]
+        s[k] = min(1.0 / math.sqrt(x[k] * x[k] * s[k] + a0 + b0 * x[k]), SD_MAX)
+    return out
+
+
+@njit(cache=True)
+def _actor_moves(Theta, Pi, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, h, seed,
+                 accepted):
+    """One MALA step on each actor's row of ``Theta`` (V, C) in turn, on the xoshiro stream
+    of ``seed``; ``accepted`` (V,) gets 0 or 1."""
+    V, C = Theta.shape
+    Q, R = Theta @ Pi.T, Theta @ Pi
+    rs = rng_state(seed)
+    spare = np.full(1, np.nan)
+    g, s, g1, s1 = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
+    u1, x1 = np.empty(C), np.empty(C)
+    for i in range(V):
+        x = Theta[i].copy()
+        f = _actor_target(i, x, Q, R, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0,
+                          g, s)
+        forward = _propose(x, g, s, h, rs, spare, u1, x1)
+        accepted[i] = 0.0
+        if not _usable(x1):
+            continue
+        f1 = _actor_target(i, x1, Q, R, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0,
+                           b0, g1, s1)
+        if math.log(1.0 - uniform(rs)) < f1 - f + _reverse(x, u1, g1, s1, h) - forward:
+            Theta[i, :] = x1
+            Q[i, :] = Pi @ x1
+            R[i, :] = Pi.T @ x1
+            accepted[i] = 1.0
+
+
+@njit(cache=True)
+def _pi_target(x, Theta, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g, s):
+    """ln p(ln Pi | Theta, y~) at Pi = ``x`` (C * C, row-major); gradient into ``g``, proposal
+    scales into ``s``."""
+    V, C = Theta.shape
+    g[:] = 0.0
+    s[:] = 0.0
+    out = 0.0
+    for i in range(V):
+        for j in range(V):
+            if not obs[i, j]:
+                continue
+            mu = 0.0
+            for c in range(C):
+                for d in range(C):
+                    mu += x[c * C + d] * Theta[i, c] * Theta[j, d]
+            mu = max(mu, TINY_RATE)
+            p = at(code, i, j)
+            e, log_z = _cell(Y[i, j], mu, p, kind, a, par, var, lnorm, lr, lc)
+            out += log_z - mu
+            w = e / mu - 1.0
+            info = 1.0 / (mu + (var[p] if p >= 0 else 0.0))
+            for c in range(C):
+                for d in range(C):
+                    z = Theta[i, c] * Theta[j, d]
+                    g[c * C + d] += z * w
+                    s[c * C + d] += z * z * info
+    for k in range(C * C):
+        out += a0 * math.log(x[k]) - b0 * x[k]
+        g[k] = x[k] * g[k] + a0 - b0 * x[k]
+        s[k] = min(1.0 / math.sqrt(x[k] * x[k] * s[k] + a0 + b0 * x[k]), SD_MAX)
+    return out
+
+
+@njit(cache=True)
+def _pi_move(Theta, Pi, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, h, seed):
+    """One MALA step on ``Pi`` (C, C) in place, on the xoshiro stream of ``seed``; returns 1.0
+    when accepted, else 0.0."""
+    n = Pi.size
+    x = Pi.ravel().copy()
+    rs = rng_state(seed)
+    spare = np.full(1, np.nan)
+    g, s, g1, s1 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    u1, x1 = np.empty(n), np.empty(n)
+    f = _pi_target(x, Theta, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g, s)
+    forward = _propose(x, g, s, h, rs, spare, u1, x1)
+    if not _usable(x1):
+        return 0.0
+    f1 = _pi_target(x1, Theta, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g1, s1)
+    if math.log(1.0 - uniform(rs)) < f1 - f + _reverse(x, u1, g1, s1, h) - forward:
+        Pi[:, :] = x1.reshape(Pi.shape)
+        return 1.0
+    return 0.0
