@@ -1,4 +1,4 @@
-"""Langevin moves of the PMF factors with the true counts summed out (``private-collapsed``).
+"""Langevin moves of the factors with the true counts summed out (``private-collapsed``).
 
 Under heavy noise the Gibbs sweep is slow for a reason of its own: it draws the true counts y
 given the rates mu, then mu given y, and when the noise hides most of what y~ says about mu,
@@ -14,8 +14,7 @@ with y summed out. In log space, u_k = ln theta_dk,
 
 summed over the observed cells (a noiseless cell is Poisson: Z = mu^y~ / y~!). The proposal
 is ``u' = u + (h^2 / 2) s^2 g(u) + h s xi``, xi ~ N(0, I), h = :func:`step`, with the
-per-entry scale s_k =
-min(I_k^(-1/2), ``SD_MAX``) from an approximate Fisher information at u,
+per-entry scale s_k = min(I_k^(-1/2), ``SD_MAX``) from an approximate Fisher information at u,
 ``I_k = theta_dk^2 sum_v phi_kv^2 / (mu_dv + var_dv) + a0 + b0 theta_dk`` (var_dv the noise
 variance: a Poisson count seen through noise of that variance), and the step is accepted with
 the usual ratio, the reverse proposal's scale taken at u'. Rows are independent given Phi, so
