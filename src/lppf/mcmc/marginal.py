@@ -121,6 +121,25 @@ def _cell(y, mu, p, kind, a, par, var, lnorm, lr, lc):
     return mean_log_z(y, mu, kind, par[p], var[p], lnorm[p], lr, lc, p)
 
 
+@njit(cache=True, inline="always")
+def _weights(e, log_z, mu, p, var):
+    """A cell's (ln Z - mu, E[y] / mu - 1, 1 / (mu + var)): its log likelihood term, the
+    factor of its gradient and its approximate Fisher information per unit rate."""
+    return log_z - mu, e / mu - 1.0, 1.0 / (mu + (var[p] if p >= 0 else 0.0))
+
+
+@njit(cache=True, inline="always")
+def _prior_terms(out, x, g, s, a0, b0):
+    """The Gamma(a0, b0) prior of the log factors ``x``: adds its log density to ``out``
+    (returned) and its gradient to the sums ``g``, and turns the information sums ``s`` into
+    proposal scales."""
+    for k in range(len(x)):
+        out += a0 * math.log(x[k]) - b0 * x[k]
+        g[k] = x[k] * g[k] + a0 - b0 * x[k]
+        s[k] = min(1.0 / math.sqrt(x[k] * x[k] * s[k] + a0 + b0 * x[k]), SD_MAX)
+    return out
+
+
 @njit(cache=True)
 def _target(r, x, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g, s, e_C, lz_C,
             cached):
@@ -144,17 +163,12 @@ def _target(r, x, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g,
         else:
             e, log_z = _cell(Y[r, c], mu, p, kind, a, par, var, lnorm, lr, lc)
             e_C[c], lz_C[c] = e, log_z
-        out += log_z - mu
-        w = e / mu - 1.0
-        info = 1.0 / (mu + (var[p] if p >= 0 else 0.0))
+        ll, w, info = _weights(e, log_z, mu, p, var)
+        out += ll
         for k in range(K):
             g[k] += F[k, c] * w
             s[k] += F[k, c] * F[k, c] * info
-    for k in range(K):
-        out += a0 * math.log(x[k]) - b0 * x[k]
-        g[k] = x[k] * g[k] + a0 - b0 * x[k]
-        s[k] = min(1.0 / math.sqrt(x[k] * x[k] * s[k] + a0 + b0 * x[k]), SD_MAX)
-    return out
+    return _prior_terms(out, x, g, s, a0, b0)
 
 
 @njit(cache=True, inline="always")
@@ -281,17 +295,12 @@ def _actor_target(i, x, Q, R, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0
             mu = max(mu, TINY_RATE)
             p = at(code, r, c)
             e, log_z = _cell(Y[r, c], mu, p, kind, a, par, var, lnorm, lr, lc)
-            out += log_z - mu
-            w = e / mu - 1.0
-            info = 1.0 / (mu + (var[p] if p >= 0 else 0.0))
+            ll, w, info = _weights(e, log_z, mu, p, var)
+            out += ll
             for k in range(C):
                 g[k] += w_C[k] * w
                 s[k] += w_C[k] * w_C[k] * info
-    for k in range(C):
-        out += a0 * math.log(x[k]) - b0 * x[k]
-        g[k] = x[k] * g[k] + a0 - b0 * x[k]
-        s[k] = min(1.0 / math.sqrt(x[k] * x[k] * s[k] + a0 + b0 * x[k]), SD_MAX)
-    return out
+    return _prior_terms(out, x, g, s, a0, b0)
 
 
 @njit(cache=True)
@@ -341,19 +350,14 @@ def _pi_target(x, Theta, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0,
             mu = max(mu, TINY_RATE)
             p = at(code, i, j)
             e, log_z = _cell(Y[i, j], mu, p, kind, a, par, var, lnorm, lr, lc)
-            out += log_z - mu
-            w = e / mu - 1.0
-            info = 1.0 / (mu + (var[p] if p >= 0 else 0.0))
+            ll, w, info = _weights(e, log_z, mu, p, var)
+            out += ll
             for c in range(C):
                 for d in range(C):
                     z = Theta[i, c] * Theta[j, d]
                     g[c * C + d] += z * w
                     s[c * C + d] += z * z * info
-    for k in range(C * C):
-        out += a0 * math.log(x[k]) - b0 * x[k]
-        g[k] = x[k] * g[k] + a0 - b0 * x[k]
-        s[k] = min(1.0 / math.sqrt(x[k] * x[k] * s[k] + a0 + b0 * x[k]), SD_MAX)
-    return out
+    return _prior_terms(out, x, g, s, a0, b0)
 
 
 @njit(cache=True)
