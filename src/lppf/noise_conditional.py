@@ -403,7 +403,6 @@ def mean_log_z(t, mu, kind, par, var, lnorm, lr, lc, p):
     """(E[y], ln Z) of P(y | t, mu), Z = sum_y mu^y / y! p(t - y) with p normalized (mu
     floored at ``TINY_RATE``)."""
     mu = max(mu, TINY_RATE)
-    log_mu = math.log(mu)
     m = mode(t, mu, kind, par, var, lr, p)
     total, first = 1.0, 0.0
     f, y = 1.0, m
@@ -414,6 +413,9 @@ def mean_log_z(t, mu, kind, par, var, lnorm, lr, lc, p):
             break
         total += f
         first += (y - m) * f
+    log_fm = log_noise(kind, t - m, par, lnorm, lr, lc, p)
+    if m == 0:  # the commonest case (small counts): f(0) = p(t), no walk down
+        return first / total, log_fm + math.log(total)
     f, y = 1.0, m
     inv_mu = 1.0 / mu
     while y > 0:
@@ -423,7 +425,7 @@ def mean_log_z(t, mu, kind, par, var, lnorm, lr, lc, p):
             break
         total += f
         first += (y - m) * f
-    log_fm = m * log_mu - math.lgamma(m + 1.0) + log_noise(kind, t - m, par, lnorm, lr, lc, p)
+    log_fm += m * math.log(mu) - math.lgamma(m + 1.0)
     return m + first / total, log_fm + math.log(total)
 
 
