@@ -13,7 +13,8 @@ mass drops below ``TINY_MASS`` of the total. The walk gives an exact inverse-CDF
 (:func:`sample`), E[y] and ln Z (:func:`mean_log_z`; here with the normalized p, so that
 ln Z - mu = ln p(y~ | mu)). Cells with small rates and counts are drawn ``LANES`` at a time
 from the masses f(y) / f(0), y < ``LANE_CELLS`` (:func:`sample_lanes`), as
-:mod:`lppf.conditional` does for the geometric noise.
+:mod:`lppf.conditional` does for the geometric noise; a row's E[y] and ln Z walk its cells
+whose mode is 0 ``MEAN_LANES`` at a time (:func:`mean_log_z_row`).
 
 The noise reaches the kernels as a :class:`Tables`: ``kind`` (:data:`GEOMETRIC`,
 :data:`GAUSSIAN`, :data:`SKELLAM`), per distinct parameter value P: ``par`` (ln alpha,
@@ -54,6 +55,8 @@ LANE_CELLS = 16  # masses y = 0 .. LANE_CELLS - 1 of each lane
 LANE_MAX_MU = 6.0  # largest rate of a lane (keeps the bound on its tail tight)
 LANE_MAX_LOG = 600.0  # largest ln p(0) / p(y~) of a lane (its masses relative to f(0) stay finite)
 _INV = 1.0 / np.arange(1.0, 1025.0)  # 1 / (y + 1) for small y
+MEAN_LANES = 16  # cells whose walks mean_log_z_row runs side by side
+MEAN_STEPS = 20  # steps of those walks (f(y) / f(0) < 1 / y! < TINY_MASS from y = 19 on)
 
 
 class Tables(NamedTuple):
@@ -429,6 +432,71 @@ def mean_log_z(t, mu, kind, par, var, lnorm, lr, lc, p):
     return m + first / total, log_fm + math.log(total)
 
 
+@njit(cache=True, inline="always")
+def _noiseless(t, mu):
+    """(E[y], ln Z) of a noiseless cell: y = y~, Z = mu^y~ / y~!."""
+    return float(t), t * math.log(mu) - math.lgamma(t + 1.0)
+
+
+@njit(cache=True)
+def mean_log_z_row(r, Y, mu_C, code, mask, kind, par, var, lnorm, lr, lc, ints, flts, e_C,
+                   lz_C):
+    """(E[y], ln Z) of :func:`mean_log_z` into ``e_C``, ``lz_C`` for every unmasked cell c of
+    row ``r``: y~ = Y[r, c], rate ``mu_C[c]`` (floored at ``TINY_RATE``), noise value
+    ``at(code, r, c)`` of a discrete Gaussian or Skellam ``kind`` (a noiseless cell: y~ and
+    y~ ln mu - ln y~!). The cells whose mode is 0 (most of them at small rates and counts)
+    and whose first ``MEAN_STEPS`` ratios lie in the table are walked ``MEAN_LANES`` at a time
+    (:func:`_walk_lanes`); the numbers are those of :func:`mean_log_z`, to the bit. Scratch:
+    ``ints`` (4, MEAN_LANES) int64, ``flts`` (4, MEAN_LANES)."""
+    half = lr.shape[2] // 2
+    nr = lr.reshape(-1)
+    n = 0
+    for c in range(Y.shape[1]):
+        if mask[r, c]:
+            continue
+        t, mu, p = Y[r, c], max(mu_C[c], TINY_RATE), at(code, r, c)
+        if p < 0:
+            e_C[c], lz_C[c] = _noiseless(t, mu)
+        elif (t <= half and t - MEAN_STEPS + 1 >= -half
+              and ratio(0, t, mu, kind, par[p], lr, p) < 1.0):
+            ints[0, n], ints[1, n], ints[2, n], ints[3, n] = c, t, p, lane_base(t, p, lr)
+            flts[0, n] = mu
+            n += 1
+            if n == MEAN_LANES:
+                _walk_lanes(n, ints, flts, kind, par, lnorm, lr, lc, nr, e_C, lz_C)
+                n = 0
+        else:
+            e_C[c], lz_C[c] = mean_log_z(t, mu, kind, par[p], var[p], lnorm[p], lr, lc, p)
+    _walk_lanes(n, ints, flts, kind, par, lnorm, lr, lc, nr, e_C, lz_C)
+
+
+@njit(cache=True, inline="always")
+def _walk_lanes(n, ints, flts, kind, par, lnorm, lr, lc, nr, e_C, lz_C):
+    """The upward walks of :func:`mean_log_z` from a mode of 0 for the first ``n`` lanes of
+    :func:`mean_log_z_row` (``ints``: cell, y~, noise value, :func:`lane_base`; ``flts[0]``:
+    mu), side by side: per lane the same operations in the same order, a lane adding nothing
+    from its first mass below ``TINY_MASS`` of its total on. ``MEAN_STEPS`` steps end every
+    walk: at a mode of 0 each ratio is below 1 / (y + 1), so f(y) / f(0) < 1 / y!."""
+    mu_L, f, total, first = flts[0], flts[1], flts[2], flts[3]
+    for lane in range(n):
+        f[lane], total[lane], first[lane] = 1.0, 1.0, 0.0
+    for y in range(MEAN_STEPS):
+        inv, more = _INV[y], False
+        for lane in range(n):
+            fy = f[lane] * (mu_L[lane] * nr[ints[3, lane] - y] * inv)
+            keep = fy > TINY_MASS * total[lane]
+            total[lane] += fy if keep else 0.0
+            first[lane] += (y + 1) * fy if keep else 0.0
+            f[lane] = fy if keep else 0.0
+            more |= keep
+        if not more:
+            break
+    for lane in range(n):
+        c, t, p = ints[0, lane], ints[1, lane], ints[2, lane]
+        e_C[c] = first[lane] / total[lane]
+        lz_C[c] = log_noise(kind, t, par[p], lnorm[p], lr, lc, p) + math.log(total[lane])
+
+
 @njit(cache=True, parallel=True)
 def refresh(Y, kind, code, par, var, lnorm, lr, lc, S, mask, Ey, R, row_log):
     """Per unmasked cell: Ey = E[y] and R = E[y] / S under q(y) ∝ S^y / y! p(y~ - y) (S
@@ -441,21 +509,25 @@ def refresh(Y, kind, code, par, var, lnorm, lr, lc, S, mask, Ey, R, row_log):
 
 @njit(cache=True)
 def _refresh_row(i, Y, kind, code, par, var, lnorm, lr, lc, S, mask, Ey, R):
+    lz = np.empty(Y.shape[1])
+    if kind == GEOMETRIC:
+        for j in range(Y.shape[1]):
+            if mask[i, j]:
+                continue
+            t, s, p = Y[i, j], max(S[i, j], TINY_RATE), at(code, i, j)
+            if p < 0:
+                Ey[i, j], lz[j] = _noiseless(t, s)
+            else:
+                Ey[i, j], lz[j] = mean_log_z(t, s, kind, par[p], var[p], lnorm[p], lr, lc, p)
+    else:
+        mean_log_z_row(i, Y, S[i], code, mask, kind, par, var, lnorm, lr, lc,
+                       np.empty((4, MEAN_LANES), np.int64), np.empty((4, MEAN_LANES)), Ey[i],
+                       lz)
     acc = 0.0
     for j in range(Y.shape[1]):
-        if mask[i, j]:
-            continue
-        t = Y[i, j]
-        s = max(S[i, j], TINY_RATE)
-        p = at(code, i, j)
-        if p < 0:
-            e = float(t)
-            lz = t * math.log(s) - math.lgamma(t + 1.0)
-        else:
-            e, lz = mean_log_z(t, s, kind, par[p], var[p], lnorm[p], lr, lc, p)
-        Ey[i, j] = e
-        R[i, j] = e / s
-        acc += lz
+        if not mask[i, j]:
+            R[i, j] = Ey[i, j] / max(S[i, j], TINY_RATE)
+            acc += lz[j]
     return acc
 
 

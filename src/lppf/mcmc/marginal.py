@@ -37,7 +37,7 @@ from lppf._numba import CHUNK, at, at_most, chunk_seeds, rng_state, uniform
 from lppf.conditional import TINY_RATE, mean_log_z_noisy
 from lppf.draws import _normal
 from lppf.noise import variance
-from lppf.noise_conditional import GEOMETRIC, mean_log_z, tables
+from lppf.noise_conditional import GEOMETRIC, MEAN_LANES, mean_log_z, mean_log_z_row, tables
 
 STEP = 1.4  # h of a block of up to BLOCK entries: about half the proposals accepted
 BLOCK = 5  # larger blocks step by STEP * sqrt(BLOCK / entries) (Pi of C = 5: 0.63)
@@ -142,33 +142,47 @@ def _prior_terms(out, x, g, s, a0, b0):
 
 @njit(cache=True)
 def _target(r, x, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g, s, e_C, lz_C,
-            cached):
+            cached, mu_C, ints, flts):
     """ln p(u | F, y~) of row ``r`` at theta = ``x`` (up to a constant); its gradient in u
     into ``g`` and the proposal scales into ``s``. Each cell's (E[y], ln Z) is read from
-    ``e_C``, ``lz_C`` when ``cached``, else computed and written there."""
+    ``e_C``, ``lz_C`` when ``cached``, else computed and written there. Scratch: ``mu_C``
+    (C,) gets the rates, ``ints`` and ``flts`` as in
+    :func:`lppf.noise_conditional.mean_log_z_row`."""
     K, C = F.shape
+    mu_C[:] = 0.0
+    for k in range(K):
+        for c in range(C):
+            mu_C[c] += x[k] * F[k, c]
+    for c in range(C):
+        mu_C[c] = max(mu_C[c], TINY_RATE)
+    if not cached:
+        _cells(r, Y, mask, code, mu_C, kind, a, par, var, lnorm, lr, lc, ints, flts, e_C,
+               lz_C)
     g[:] = 0.0
     s[:] = 0.0
     out = 0.0
     for c in range(C):
         if mask[r, c]:
             continue
-        mu = 0.0
-        for k in range(K):
-            mu += x[k] * F[k, c]
-        mu = max(mu, TINY_RATE)
-        p = at(code, r, c)
-        if cached:
-            e, log_z = e_C[c], lz_C[c]
-        else:
-            e, log_z = _cell(Y[r, c], mu, p, kind, a, par, var, lnorm, lr, lc)
-            e_C[c], lz_C[c] = e, log_z
-        ll, w, info = _weights(e, log_z, mu, p, var)
+        ll, w, info = _weights(e_C[c], lz_C[c], mu_C[c], at(code, r, c), var)
         out += ll
         for k in range(K):
             g[k] += F[k, c] * w
             s[k] += F[k, c] * F[k, c] * info
     return _prior_terms(out, x, g, s, a0, b0)
+
+
+@njit(cache=True)
+def _cells(r, Y, mask, code, mu_C, kind, a, par, var, lnorm, lr, lc, ints, flts, e_C, lz_C):
+    """(E[y], ln Z) of the unmasked cells of row ``r`` at the rates ``mu_C``."""
+    if kind != GEOMETRIC:
+        mean_log_z_row(r, Y, mu_C, code, mask, kind, par, var, lnorm, lr, lc, ints, flts, e_C,
+                       lz_C)
+        return
+    for c in range(len(mu_C)):
+        if not mask[r, c]:
+            e_C[c], lz_C[c] = _cell(Y[r, c], mu_C[c], at(code, r, c), kind, a, par, var,
+                                    lnorm, lr, lc)
 
 
 @njit(cache=True, inline="always")
@@ -217,19 +231,21 @@ def _moves(X, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0, h, see
         g, s, g1, s1 = np.empty(K), np.empty(K), np.empty(K), np.empty(K)
         u1, x1 = np.empty(K), np.empty(K)
         e0, lz0, e1, lz1 = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
+        mu_C = np.empty(C)
+        ints, flts = np.empty((4, MEAN_LANES), np.int64), np.empty((4, MEAN_LANES))
         for r in range(chunk * CHUNK, min((chunk + 1) * CHUNK, R)):
             x = X[r]
             if cached:
                 f = _target(r, x, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0,
-                            g, s, E_RC[r], LZ_RC[r], True)
+                            g, s, E_RC[r], LZ_RC[r], True, mu_C, ints, flts)
             else:
                 f = _target(r, x, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0,
-                            g, s, e0, lz0, False)
+                            g, s, e0, lz0, False, mu_C, ints, flts)
             forward = _propose(x, g, s, h, rs, spare, u1, x1)
             move = False
             if _usable(x1):
                 f1 = _target(r, x1, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0,
-                             g1, s1, e1, lz1, False)
+                             g1, s1, e1, lz1, False, mu_C, ints, flts)
                 move = (math.log(1.0 - uniform(rs))
                         < f1 - f + _reverse(x, u1, g1, s1, h) - forward)
             accepted[r] = 1.0 if move else 0.0
