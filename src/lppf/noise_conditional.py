@@ -38,6 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 from lppf._numba import at, rng_state, uniform
+from lppf.conditional import MEAN_LANES, MEAN_STEPS
 from lppf.noise import bessel_ratio, dg_log_norm, skellam_log0, skellam_log_ratios, variance
 from lppf.validation import NOISE_PARAMS, InputError
 
@@ -55,8 +56,6 @@ LANE_CELLS = 16  # masses y = 0 .. LANE_CELLS - 1 of each lane
 LANE_MAX_MU = 6.0  # largest rate of a lane (keeps the bound on its tail tight)
 LANE_MAX_LOG = 600.0  # largest ln p(0) / p(y~) of a lane (its masses relative to f(0) stay finite)
 _INV = 1.0 / np.arange(1.0, 1025.0)  # 1 / (y + 1) for small y
-MEAN_LANES = 16  # cells whose walks mean_log_z_row runs side by side
-MEAN_STEPS = 20  # steps of those walks (f(y) / f(0) < 1 / y! < TINY_MASS from y = 19 on)
 
 
 class Tables(NamedTuple):
@@ -447,7 +446,7 @@ def mean_log_z_row(r, Y, mu_C, code, mask, kind, par, var, lnorm, lr, lc, ints, 
     y~ ln mu - ln y~!). The cells whose mode is 0 (most of them at small rates and counts)
     and whose first ``MEAN_STEPS`` ratios lie in the table are walked ``MEAN_LANES`` at a time
     (:func:`_walk_lanes`); the numbers are those of :func:`mean_log_z`, to the bit. Scratch:
-    ``ints`` (4, MEAN_LANES) int64, ``flts`` (4, MEAN_LANES)."""
+    ``ints`` (at least 4, MEAN_LANES) int64, ``flts`` (at least 4, MEAN_LANES)."""
     half = lr.shape[2] // 2
     nr = lr.reshape(-1)
     n = 0

@@ -33,11 +33,12 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from lppf import conditional, noise_conditional
 from lppf._numba import CHUNK, at, at_most, chunk_seeds, rng_state, uniform
-from lppf.conditional import TINY_RATE, mean_log_z_noisy
+from lppf.conditional import MEAN_LANES, TINY_RATE, mean_log_z_noisy
 from lppf.draws import _normal
 from lppf.noise import variance
-from lppf.noise_conditional import GEOMETRIC, MEAN_LANES, mean_log_z, mean_log_z_row, tables
+from lppf.noise_conditional import GEOMETRIC, mean_log_z, tables
 
 STEP = 1.4  # h of a block of up to BLOCK entries: about half the proposals accepted
 BLOCK = 5  # larger blocks step by STEP * sqrt(BLOCK / entries) (Pi of C = 5: 0.63)
@@ -174,15 +175,14 @@ def _target(r, x, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g,
 
 @njit(cache=True)
 def _cells(r, Y, mask, code, mu_C, kind, a, par, var, lnorm, lr, lc, ints, flts, e_C, lz_C):
-    """(E[y], ln Z) of the unmasked cells of row ``r`` at the rates ``mu_C``."""
-    if kind != GEOMETRIC:
-        mean_log_z_row(r, Y, mu_C, code, mask, kind, par, var, lnorm, lr, lc, ints, flts, e_C,
-                       lz_C)
-        return
-    for c in range(len(mu_C)):
-        if not mask[r, c]:
-            e_C[c], lz_C[c] = _cell(Y[r, c], mu_C[c], at(code, r, c), kind, a, par, var,
-                                    lnorm, lr, lc)
+    """(E[y], ln Z) of the unmasked cells of row ``r`` at the rates ``mu_C``, by the
+    row kernels (:func:`lppf.conditional.mean_log_z_row`,
+    :func:`lppf.noise_conditional.mean_log_z_row`)."""
+    if kind == GEOMETRIC:
+        conditional.mean_log_z_row(r, Y, mu_C, code, mask, a, par, ints, flts, e_C, lz_C)
+    else:
+        noise_conditional.mean_log_z_row(r, Y, mu_C, code, mask, kind, par, var, lnorm, lr,
+                                         lc, ints, flts, e_C, lz_C)
 
 
 @njit(cache=True, inline="always")
@@ -232,7 +232,8 @@ def _moves(X, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0, h, see
         u1, x1 = np.empty(K), np.empty(K)
         e0, lz0, e1, lz1 = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
         mu_C = np.empty(C)
-        ints, flts = np.empty((4, MEAN_LANES), np.int64), np.empty((4, MEAN_LANES))
+        # scratch of the row kernels of lppf.conditional and lppf.noise_conditional
+        ints, flts = np.empty((4, MEAN_LANES), np.int64), np.empty((5, MEAN_LANES))
         for r in range(chunk * CHUNK, min((chunk + 1) * CHUNK, R)):
             x = X[r]
             if cached:
