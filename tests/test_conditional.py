@@ -193,7 +193,7 @@ def test_mean_log_z_row_gives_the_cell_kernel_to_the_bit():
     mask[0, 5] = True
     e_C, lz_C = np.full(C, -1.0), np.full(C, -1.0)
     conditional.mean_log_z_row(0, Y, mu, code, mask, a, np.log(a),
-                               np.empty((2, conditional.MEAN_LANES), np.int64),
+                               np.empty((3, conditional.MEAN_LANES), np.int64),
                                np.empty((5, conditional.MEAN_LANES)), e_C, lz_C)
     lanes = 0
     for c in range(C):

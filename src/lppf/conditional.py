@@ -13,7 +13,8 @@ Pois(mu / alpha) truncated to [0, t] and Pois(mu alpha) truncated to (t, inf):
     Z = alpha^t e^(mu / alpha) F(t; mu / alpha) + alpha^-t e^(mu alpha) SF(t; mu alpha)
 
 (F, SF: Poisson cdf and survival function). alpha = 0 (no noise) is the point mass y = t.
-Here: the mode and ratios, E[y] with ln Z (:func:`mean_log_z`), the pmf on a grid
+Here: the mode and ratios, E[y] with ln Z (:func:`mean_log_z`; a row of cells at a time,
+those of mode 0 side by side: :func:`mean_log_z_row`), the pmf on a grid
 (:func:`mixture_pmf`), a range holding its mass (:func:`support`) and an exact sampler
 (:func:`sample`). Sums run over masses relative to f(mode) = 1, walking out from the mode
 until a mass drops below ``TINY_MASS`` of the total (the tails of a log-concave pmf decay at
@@ -437,6 +438,12 @@ def mean_log_z_noisy(t, a, mu, inv_a, log_a):
     return _mean_log_z_cdf(t, a, mu, log_a)
 
 
+@njit(cache=True, inline="always")
+def mean_log_z_noiseless(t, mu):
+    """(E[y], ln Z) of a noiseless cell: y = y~, Z = mu^y~ / y~!."""
+    return float(t), t * math.log(mu) - math.lgamma(t + 1.0)
+
+
 @njit(cache=True)
 def mean_log_z_row(r, Y, mu_C, code, mask, a, log_a, ints, flts, e_C, lz_C):
     """(E[y], ln Z) of :func:`mean_log_z_noisy` into ``e_C``, ``lz_C`` for every unmasked cell
@@ -444,35 +451,35 @@ def mean_log_z_row(r, Y, mu_C, code, mask, a, log_a, ints, flts, e_C, lz_C):
     ``at(code, r, c)`` (p < 0, noiseless: y~ and y~ ln mu - ln y~!). The cells of y~ >= 1
     whose mode is 0 (mu / alpha < 1) are walked ``MEAN_LANES`` at a time
     (:func:`_walk_lanes`); the numbers are those of :func:`mean_log_z_noisy`, to the bit.
-    Scratch: ``ints`` (at least 2, MEAN_LANES) int64, ``flts`` (at least 5, MEAN_LANES)."""
+    Scratch: ``ints`` (at least 3, MEAN_LANES) int64, ``flts`` (at least 5, MEAN_LANES)."""
     n = 0
     for c in range(Y.shape[1]):
         if mask[r, c]:
             continue
         t, mu, p = Y[r, c], mu_C[c], at(code, r, c)
         if p < 0:
-            e_C[c], lz_C[c] = float(t), t * math.log(mu) - math.lgamma(t + 1.0)
+            e_C[c], lz_C[c] = mean_log_z_noiseless(t, mu)
             continue
         inv_a = 1.0 / a[p]
         c_lo = mu * inv_a
-        if t >= 1 and c_lo < 1.0 and mu > 1e-15:
-            ints[0, n], ints[1, n] = c, t
+        if t >= 1 and c_lo < 1.0 and mu > 1e-15:  # (mean_log_z_noisy's one-log case)
+            ints[0, n], ints[1, n], ints[2, n] = c, t, p
             flts[0, n], flts[1, n] = c_lo, mu * a[p]
             n += 1
             if n == MEAN_LANES:
-                _walk_lanes(n, ints, flts, code, log_a, r, e_C, lz_C)
+                _walk_lanes(n, ints, flts, log_a, e_C, lz_C)
                 n = 0
         else:
             e_C[c], lz_C[c] = mean_log_z_noisy(t, a[p], mu, inv_a, log_a[p])
-    _walk_lanes(n, ints, flts, code, log_a, r, e_C, lz_C)
+    _walk_lanes(n, ints, flts, log_a, e_C, lz_C)
 
 
 @njit(cache=True, inline="always")
-def _walk_lanes(n, ints, flts, code, log_a, r, e_C, lz_C):
+def _walk_lanes(n, ints, flts, log_a, e_C, lz_C):
     """The walks of :func:`_walk_sums` up from a mode of 0 for the first ``n`` lanes of
-    :func:`mean_log_z_row` (``ints``: cell, y~; ``flts``: c_lo, c_hi), side by side: per
-    lane the same operations in the same order, a lane adding nothing from its first mass
-    at or below ``TINY_MASS`` of its total on. Each ratio is below 1 / (y + 1), so
+    :func:`mean_log_z_row` (``ints``: cell, y~, noise value; ``flts``: c_lo, c_hi), side by
+    side: per lane the same operations in the same order, a lane adding nothing from its
+    first mass at or below ``TINY_MASS`` of its total on. Each ratio is below 1 / (y + 1), so
     ``MEAN_STEPS`` steps end every walk."""
     c_lo, c_hi, f, total, first = flts[0], flts[1], flts[2], flts[3], flts[4]
     for lane in range(n):
@@ -489,10 +496,9 @@ def _walk_lanes(n, ints, flts, code, log_a, r, e_C, lz_C):
         if not more:
             break
     for lane in range(n):
-        c, t = ints[0, lane], ints[1, lane]
+        c, t, p = ints[0, lane], ints[1, lane], ints[2, lane]
         e_C[c] = first[lane] / total[lane]
-        lz_C[c] = (math.log(total[lane]) - log_factorial(0)
-                   + t * log_a[at(code, r, c)])
+        lz_C[c] = math.log(total[lane]) - log_factorial(0) + t * log_a[p]
 
 
 @njit(cache=True)
@@ -500,7 +506,7 @@ def mean_log_z(t, a, mu):
     """E[y] and ln Z of P(y | t, mu) (mu floored at ``TINY_RATE``; a = 0: y = t >= 0)."""
     mu = max(mu, TINY_RATE)
     if a == 0.0:
-        return float(t), t * math.log(mu) - math.lgamma(t + 1.0)
+        return mean_log_z_noiseless(t, mu)
     return mean_log_z_noisy(t, a, mu, 1.0 / a, math.log(a))
 
 

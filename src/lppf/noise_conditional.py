@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 from lppf._numba import at, rng_state, uniform
-from lppf.conditional import MEAN_LANES, MEAN_STEPS
+from lppf.conditional import MEAN_LANES, MEAN_STEPS, mean_log_z_noiseless
 from lppf.noise import bessel_ratio, dg_log_norm, skellam_log0, skellam_log_ratios, variance
 from lppf.validation import NOISE_PARAMS, InputError
 
@@ -431,12 +431,6 @@ def mean_log_z(t, mu, kind, par, var, lnorm, lr, lc, p):
     return m + first / total, log_fm + math.log(total)
 
 
-@njit(cache=True, inline="always")
-def _noiseless(t, mu):
-    """(E[y], ln Z) of a noiseless cell: y = y~, Z = mu^y~ / y~!."""
-    return float(t), t * math.log(mu) - math.lgamma(t + 1.0)
-
-
 @njit(cache=True)
 def mean_log_z_row(r, Y, mu_C, code, mask, kind, par, var, lnorm, lr, lc, ints, flts, e_C,
                    lz_C):
@@ -455,7 +449,7 @@ def mean_log_z_row(r, Y, mu_C, code, mask, kind, par, var, lnorm, lr, lc, ints, 
             continue
         t, mu, p = Y[r, c], max(mu_C[c], TINY_RATE), at(code, r, c)
         if p < 0:
-            e_C[c], lz_C[c] = _noiseless(t, mu)
+            e_C[c], lz_C[c] = mean_log_z_noiseless(t, mu)
         elif (t <= half and t - MEAN_STEPS + 1 >= -half
               and ratio(0, t, mu, kind, par[p], lr, p) < 1.0):
             ints[0, n], ints[1, n], ints[2, n], ints[3, n] = c, t, p, lane_base(t, p, lr)
@@ -515,7 +509,7 @@ def _refresh_row(i, Y, kind, code, par, var, lnorm, lr, lc, S, mask, Ey, R):
                 continue
             t, s, p = Y[i, j], max(S[i, j], TINY_RATE), at(code, i, j)
             if p < 0:
-                Ey[i, j], lz[j] = _noiseless(t, s)
+                Ey[i, j], lz[j] = mean_log_z_noiseless(t, s)
             else:
                 Ey[i, j], lz[j] = mean_log_z(t, s, kind, par[p], var[p], lnorm[p], lr, lc, p)
     else:

@@ -35,7 +35,7 @@ from numba import njit, prange
 
 from lppf import conditional, noise_conditional
 from lppf._numba import CHUNK, at, at_most, chunk_seeds, rng_state, uniform
-from lppf.conditional import MEAN_LANES, TINY_RATE, mean_log_z_noisy
+from lppf.conditional import MEAN_LANES, TINY_RATE, mean_log_z_noiseless, mean_log_z_noisy
 from lppf.draws import _normal
 from lppf.noise import variance
 from lppf.noise_conditional import GEOMETRIC, mean_log_z, tables
@@ -116,7 +116,7 @@ class Moves:
 def _cell(y, mu, p, kind, a, par, var, lnorm, lr, lc):
     """(E[y], ln Z) of an observed cell with privatized count ``y`` (true count when p < 0)."""
     if p < 0:
-        return float(y), y * math.log(mu) - math.lgamma(y + 1.0)
+        return mean_log_z_noiseless(y, mu)
     if kind == GEOMETRIC:
         return mean_log_z_noisy(y, a[p], mu, 1.0 / a[p], par[p])
     return mean_log_z(y, mu, kind, par[p], var[p], lnorm[p], lr, lc, p)
