@@ -475,6 +475,19 @@ def mean_log_z_row(r, Y, mu_C, code, mask, a, log_a, ints, flts, e_C, lz_C):
 
 
 @njit(cache=True, inline="always")
+def lane_add(fy, y, lane, f, total, first):
+    """One step of a lane's walk up from 0 (``fy`` = f(y) / f(0)): adds fy and y fy to the
+    lane's sums and keeps fy as its last mass while fy is above ``TINY_MASS`` of its total,
+    else adds nothing and sets the last mass to 0 (the walk has stopped); returns whether it
+    added."""
+    keep = fy > TINY_MASS * total[lane]
+    total[lane] += fy if keep else 0.0
+    first[lane] += y * fy if keep else 0.0
+    f[lane] = fy if keep else 0.0
+    return keep
+
+
+@njit(cache=True, inline="always")
 def _walk_lanes(n, ints, flts, log_a, e_C, lz_C):
     """The walks of :func:`_walk_sums` up from a mode of 0 for the first ``n`` lanes of
     :func:`mean_log_z_row` (``ints``: cell, y~, noise value; ``flts``: c_lo, c_hi), side by
@@ -488,11 +501,7 @@ def _walk_lanes(n, ints, flts, log_a, e_C, lz_C):
         inv, more = _INV[y], False
         for lane in range(n):
             fy = f[lane] * ((c_lo[lane] if y < ints[1, lane] else c_hi[lane]) * inv)
-            keep = not fy <= TINY_MASS * total[lane]
-            total[lane] += fy if keep else 0.0
-            first[lane] += (y + 1.0) * fy if keep else 0.0
-            f[lane] = fy if keep else 0.0
-            more |= keep
+            more |= lane_add(fy, y + 1, lane, f, total, first)
         if not more:
             break
     for lane in range(n):

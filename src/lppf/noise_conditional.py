@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 from lppf._numba import at, rng_state, uniform
-from lppf.conditional import MEAN_LANES, MEAN_STEPS, mean_log_z_noiseless
+from lppf.conditional import MEAN_LANES, MEAN_STEPS, lane_add, mean_log_z_noiseless
 from lppf.noise import bessel_ratio, dg_log_norm, skellam_log0, skellam_log_ratios, variance
 from lppf.validation import NOISE_PARAMS, InputError
 
@@ -477,11 +477,7 @@ def _walk_lanes(n, ints, flts, kind, par, lnorm, lr, lc, nr, e_C, lz_C):
         inv, more = _INV[y], False
         for lane in range(n):
             fy = f[lane] * (mu_L[lane] * nr[ints[3, lane] - y] * inv)
-            keep = fy > TINY_MASS * total[lane]
-            total[lane] += fy if keep else 0.0
-            first[lane] += (y + 1) * fy if keep else 0.0
-            f[lane] = fy if keep else 0.0
-            more |= keep
+            more |= lane_add(fy, y + 1, lane, f, total, first)
         if not more:
             break
     for lane in range(n):
