@@ -3,9 +3,10 @@
     python bench/bench_cavi_iter.py                       # light and heavy, 2 threads
     python bench/bench_cavi_iter.py --cases heavy --iterations 20
 
-Cases (1000 x 1000, K = 50, alpha = 0.5, PMF): ``light``: factors ~ Gamma(0.5, rate 3.5)
-(mean count about 1); ``heavy``: factors ~ Gamma(0.1, rate 0.4) (mean count about 3, largest
-count about 300). Each method starts from the same EM fit of the privatized data (as
+Cases (1000 x 1000, K = 50, PMF; alpha = 0.5 unless said): ``light``: factors ~ Gamma(0.5,
+rate 3.5) (mean count about 1); ``heavy``: factors ~ Gamma(0.1, rate 0.4) (mean count about 3,
+largest count about 300); ``heavy-0.9``: the same at alpha = 0.9; ``mean50``: factors ~
+Gamma(1, 1) (mean count 50). Each method starts from the same EM fit of the privatized data (as
 ``lppf.cavi.fit_cavi`` does) and runs ``--warmup`` iterations (numba compilation excluded), then
 ``--iterations`` timed ones. Per phase, median wall seconds per iteration: ``products``
 (the allocation statistics R G^T and R^T G, the dense rate sum G[theta] G[phi] and E[mu]),
@@ -33,16 +34,17 @@ from lppf.cavi.pmf import PMFCavi
 from lppf.expectations import collapsed_local, private_local
 from lppf.validation import FitData
 
-CASES = {"light": (0.5, 3.5), "heavy": (0.1, 0.4)}
+CASES = {"light": (0.5, 3.5, 0.5), "heavy": (0.1, 0.4, 0.5), "heavy-0.9": (0.1, 0.4, 0.9),
+         "mean50": (1.0, 1.0, 0.5)}  # factor shape, factor rate, alpha
 METHODS = ("private", "private-collapsed")
-ALPHA = 0.5
 
 
 def make_data(case: str, size: int, K: int, seed: int) -> tuple[FitData, dict]:
     rng = np.random.default_rng(seed)
-    truth = synthetic.pmf_truth(rng, size, size, K, *CASES[case])
-    Y = mechanisms.privatize(truth["Y"], ALPHA, rng)
-    return FitData(Y, np.full((1, 1), ALPHA), np.zeros(Y.shape, bool), {}), truth
+    shape, rate, alpha = CASES[case]
+    truth = synthetic.pmf_truth(rng, size, size, K, shape, rate)
+    Y = mechanisms.privatize(truth["Y"], alpha, rng)
+    return FitData(Y, np.full((1, 1), alpha), np.zeros(Y.shape, bool), {}), truth
 
 
 def kernel(method, model, local, m) -> float:
@@ -125,7 +127,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    print(f"# {args.size} x {args.size}, K = {args.components}, alpha = {ALPHA}, "
+    print(f"# {args.size} x {args.size}, K = {args.components}, "
           f"threads = {args.threads}, median of {args.iterations} iterations (wall s)")
     print("| case | method | products | local | rest | total s/iter | CPU s/iter | "
           "collapsed / private (wall, CPU) |")
@@ -140,7 +142,8 @@ def main(argv=None) -> None:
                 ratio = "" if method == "private" else (
                     f"{med['total'] / meds['private']['total']:.2f}, "
                     f"{med['cpu'] / meds['private']['cpu']:.2f}")
-                print(f"| {case} (mean {truth['Y'].mean():.1f}, max {truth['Y'].max()}) | "
+                Y = truth["Y"]
+                print(f"| {case} (alpha {CASES[case][2]}, mean {Y.mean():.1f}, max {Y.max()}) | "
                       f"{method} | {med['products']:.3f} | {med['local']:.3f} | "
                       f"{med['rest']:.3f} | {med['total']:.3f} | {med['cpu']:.3f} | {ratio} |",
                       flush=True)
