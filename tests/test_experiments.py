@@ -118,6 +118,9 @@ def test_the_schema_refuses_unknown_keys_everywhere():
     ({"figure_grid": "alpha-0.3"}, "experiments.e1.figure_grid"),
     ({"model": "pmf", "heldout": [0, 5]}, "experiments.e1.heldout"),
     ({"model": "pmf", "mcmc": {"sampler": "hmc"}}, "experiments.e1.mcmc.sampler"),
+    ({"model": "pmf", "mcmc": {"sampler": {"naive": "hmc"}}}, "experiments.e1.mcmc.sampler"),
+    ({"mcmc": {"sampler": {"private-collapsed": "gibbs"}}},
+     "experiments.e1.mcmc.sampler.private-collapsed"),
 ])
 def test_cross_field_rules_name_the_key(changes, key):
     with pytest.raises(grid.ConfigError) as info:
@@ -176,6 +179,41 @@ def test_a_sampler_is_passed_to_the_fits_that_set_it():
     grid.check_config(config(mcmc={"sampler": "hmc"}))  # the community model: accepted
     assert "--sampler gibbs" in grid.run_args({"sampler": "gibbs"}, "mcmc")
     assert "--sampler" not in grid.run_args({"iterations": 10}, "mcmc")
+
+
+def test_a_sampler_per_method_reaches_that_method_only():
+    mcmc = {"iterations": 100, "burnin": 50, "sampler": {"private": "auto", "naive": "hmc"}}
+    s = spec(mcmc=mcmc)
+    grid.check_config(config(mcmc=mcmc))
+    args = {m: grid.run_args(grid.run_settings(s, "mcmc", "", m), "mcmc")
+            for m in s["methods"]}
+    assert "--sampler auto" in args["private"] and "--sampler hmc" in args["naive"]
+    assert "--sampler" not in args["nonprivate"]  # left out: lppf's default
+    assert mcmc["sampler"] == {"private": "auto", "naive": "hmc"}  # the spec is not changed
+    c = config()
+    c["reference"].update(inference="mcmc", mcmc={"sampler": {"nonprivate": "gibbs"}})
+    grid.check_config(c)
+    assert "--sampler gibbs" in grid.reference_args(c)
+    c["reference"]["mcmc"]["sampler"] = {"naive": "gibbs"}
+    with pytest.raises(grid.ConfigError, match=r"^reference\.mcmc\.sampler\.naive: "):
+        grid.check_config(c)
+
+
+@pytest.mark.parametrize("sampler, ok", [
+    ("gibbs", True), ({"private-collapsed": "auto", "naive": "gibbs"}, True),
+    ("fast", False), ({"naive": "fast"}, False), ({"everyone": "gibbs"}, False),
+])
+def test_the_schema_takes_a_sampler_or_one_per_method(sampler, ok):
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    merged = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    merged["experiments"]["e4"]["mcmc"]["sampler"] = sampler
+    if ok:
+        validate(merged, str(ROOT / "workflow/schemas/config.schema.yaml"))
+    else:
+        with pytest.raises(WorkflowError):
+            validate(merged, str(ROOT / "workflow/schemas/config.schema.yaml"))
 
 
 def with_enron(**enron):

@@ -299,6 +299,8 @@ CHANGES = {
     "burn-in": ({"s2": {"mcmc": {"burnin": 24}}}, fits_and_metrics("s2")),
     "thin": ({"e1": {"mcmc": {"thin": 10}}}, fits_and_metrics("e1")),
     "chains": ({"s2": {"mcmc": {"chains": 2}}}, fits_and_metrics("s2")),
+    "sampler of one method": ({"e4": {"mcmc": {"sampler": {"naive": "gibbs"}}}},
+                              fits_and_metrics("e4", "/naive-mcmc")),
     "restarts": ({"v1": {"cavi": {"restarts": 2}}}, fits_and_metrics("v1", "-cavi")),
     "fixed-truth schedule": ({"s1": {"fixed_mcmc": {"iterations": 50}}},
                              fits_and_metrics("s1", "-fix-phi")),

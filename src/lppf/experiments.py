@@ -256,11 +256,22 @@ def figure_fits(exp: str, spec: Mapping[str, Any], name: str) -> list[dict]:
     return chosen
 
 
-def run_settings(spec: Mapping[str, Any], inference: str, fix: str = "") -> dict:
-    """Iteration settings of a fit; fix_truth fits may have their own MCMC settings."""
+def run_settings(spec: Mapping[str, Any], inference: str, fix: str = "",
+                 method: str = "") -> dict:
+    """Iteration settings of a fit of ``method``; fix_truth fits may have their own MCMC
+    settings."""
     run = dict(spec.get(inference) or {})
     if fix and inference == "mcmc" and spec.get("fixed_mcmc"):
         run.update(spec["fixed_mcmc"])
+    return for_method(run, method)
+
+
+def for_method(run: Mapping[str, Any], method: str) -> dict:
+    """``run`` with a ``sampler`` given per method (a mapping) resolved for ``method``; a
+    method the mapping leaves out gets none (lppf's default)."""
+    run = dict(run)
+    if isinstance(run.get("sampler"), Mapping):
+        run["sampler"] = run["sampler"].get(method)
     return run
 
 
@@ -274,14 +285,21 @@ def run_args(run: Mapping[str, Any], inference: str) -> str:
 def reference_args(config: Mapping[str, Any]) -> str:
     """Iteration options of the non-private reference fit (settings of its inference)."""
     inference = config["reference"]["inference"]
-    return run_args(config["reference"].get(inference) or {}, inference)
+    return run_args(for_method(config["reference"].get(inference) or {}, "nonprivate"),
+                    inference)
 
 
-def _check_run(where: str, run: Mapping[str, Any] | None, inference: str) -> None:
+def _check_run(where: str, run: Mapping[str, Any] | None, inference: str,
+               methods: Iterable[str] = METHODS) -> None:
     for key in run or {}:
         if key not in RUN_OPTIONS[inference]:
             raise ConfigError(f"{where}.{key}: not an option of {inference} fits "
                               f"(one of {', '.join(RUN_OPTIONS[inference])})")
+    sampler = (run or {}).get("sampler")
+    for method in sampler if isinstance(sampler, Mapping) else ():
+        if method not in methods:
+            raise ConfigError(f"{where}.sampler.{method}: not a method of these fits "
+                              f"(one of {', '.join(methods)})")
 
 
 def fit_params(run: Mapping[str, Any], inference: str, **settings: Any) -> dict[str, Any]:
@@ -315,7 +333,7 @@ def check_fits(where: str, spec: Mapping[str, Any]) -> None:
             spec["inference"], fixes, spec["components"], spec["methods"]):
         section = "fixed_mcmc" if fix and inference == "mcmc" and spec.get("fixed_mcmc") \
             else inference
-        run = run_settings(spec, inference, fix)
+        run = run_settings(spec, inference, fix, method)
         params = fit_params(run, inference, method=method, n_components=K, **prior)
         _check_fit(where, section, params, spec["model"])
 
@@ -440,14 +458,15 @@ def check_config(config: Mapping[str, Any], experiments: list[str] | None = None
     datasets = config.get("enron", {}).get("datasets", {})
     reference = config.get("reference", {})
     for inference in INFERENCES:
-        _check_run(f"reference.{inference}", reference.get(inference), inference)
+        _check_run(f"reference.{inference}", reference.get(inference), inference,
+                   ("nonprivate",))
     if reference.get("inference"):
         inference = reference["inference"]
         # the reference fits of both models share these settings
         for model in MODELS:
-            _check_fit("reference", inference, fit_params(reference.get(inference) or {},
-                                                          inference, method="nonprivate"),
-                       model)
+            run = for_method(reference.get(inference) or {}, "nonprivate")
+            _check_fit("reference", inference,
+                       fit_params(run, inference, method="nonprivate"), model)
     for exp, spec in config["experiments"].items():
         where = f"experiments.{exp}"
         if spec["model"] not in MODELS:
@@ -470,8 +489,9 @@ def check_config(config: Mapping[str, Any], experiments: list[str] | None = None
         if max(spec["heldout"]) and spec["model"] != "community":
             raise ConfigError(f"{where}.heldout: held-out actors need model community")
         for inference in ("mcmc", "cavi"):
-            _check_run(f"{where}.{inference}", spec.get(inference), inference)
-        _check_run(f"{where}.fixed_mcmc", spec.get("fixed_mcmc"), "mcmc")
+            _check_run(f"{where}.{inference}", spec.get(inference), inference,
+                       spec["methods"])
+        _check_run(f"{where}.fixed_mcmc", spec.get("fixed_mcmc"), "mcmc", spec["methods"])
         check_fits(where, spec)
         _check_gammas(where, spec)
         if spec.get("figure_grid") and spec["figure_grid"] not in grids(spec):

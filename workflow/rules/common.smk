@@ -213,7 +213,7 @@ def prior_args(spec):
 def fit_args(wildcards):
     """The settings of a fit: iterations and prior (a params trigger sees them)."""
     spec = EXPERIMENTS[wildcards.exp]
-    run = grid.run_settings(spec, wildcards.inference, wildcards.fix)
+    run = grid.run_settings(spec, wildcards.inference, wildcards.fix, wildcards.method)
     return grid.run_args(run, wildcards.inference) + prior_args(spec)
 
 
