@@ -10,7 +10,7 @@ import yaml
 from lppf import experiments as grid
 from lppf.commands import fit as fit_command
 from lppf.estimators import DEFAULTS
-from lppf.validation import INFERENCES, METHODS, MODELS
+from lppf.validation import INFERENCES, METHODS, MODELS, SAMPLERS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
@@ -84,7 +84,9 @@ def test_one_source_of_defaults():
 
 def test_names_come_from_one_constant():
     experiment = SCHEMA["$defs"]["experiment"]["properties"]
-    assert tuple(experiment["methods"]["items"]["enum"]) == METHODS
+    assert experiment["methods"]["items"] == {"$ref": "#/$defs/method"}
+    assert tuple(SCHEMA["$defs"]["method"]["enum"]) == METHODS
+    assert tuple(SCHEMA["$defs"]["sampler"]["enum"]) == SAMPLERS
     assert tuple(experiment["inference"]["items"]["enum"]) == INFERENCES
     assert tuple(experiment["model"]["enum"]) == MODELS
 
