@@ -10,10 +10,13 @@ s_b over n_a, n_b replicates, the standard error of the difference is
 ``se = sqrt(s_a^2 / n_a + s_b^2 / n_b)`` and "a below b" holds when ``m_b - m_a > 2 se``.
 A comparison needs at least 2 replicates on each side; with fewer it is NOT RUN.
 
-Column ``converged`` says whether every MCMC fit a claim rests on (the free-factor MCMC fits
-of its experiment and setting) met the convergence criterion (table column ``converged``,
-:func:`lppf.metrics.convergence`): "yes (n of n fits)", "no (k of n fits)", or empty where the
-table has no such fits. The summary line counts a PASS on unconverged fits apart.
+Column ``converged`` says whether every MCMC fit a claim rests on met the convergence
+criterion (table column ``converged``, :func:`lppf.metrics.convergence`): "yes (n of n
+fits)", "no (k of n fits)", or empty where the table has no such fits. A claim rests on the
+fits whose metric its verdict reads (for "private below naive" at the noisiest level: those
+two methods' fits at that level, and non-private's where the claim is decided only if naive
+is degraded); the coverage and CAVI claims on the free-factor MCMC fits of their experiment.
+The summary line counts a PASS on unconverged fits apart.
 """
 
 from __future__ import annotations
@@ -153,17 +156,30 @@ def stat(df: pd.DataFrame, method: str, metric: str, column: str | None = None,
     return Stat.of(df.loc[sel, metric] if metric in df else pd.Series(dtype=float))
 
 
+def read(df: pd.DataFrame, column: str | None, *pairs: tuple[str, float | None]) -> pd.Index:
+    """Index of the fits of ``df`` that :func:`stat` reads for each (method, level) pair."""
+    sel = pd.Series(False, index=df.index)
+    for method, level in pairs:
+        one = df["method"] == method
+        if column is not None and method != "nonprivate":
+            one &= df[column] == level
+        sel |= one
+    return df.index[sel]
+
+
 def present(df: pd.DataFrame, methods: tuple[str, ...]) -> list[str]:
     """The private methods an experiment ran; the first one (NOT RUN) if it ran none."""
     return [m for m in methods if (df["method"] == m).any()] or [methods[0]]
 
 
 def row(claim: str, source: str, exp: str, compared: str, numbers: str, criterion: str,
-        verdict: str | None, why: str = "") -> dict:
+        verdict: str | None, why: str = "", basis: pd.Index | None = None) -> dict:
+    """One scorecard row; ``basis``: the index of the fits it rests on (None: every
+    free-factor MCMC fit of ``exp``, :func:`basis`)."""
     if verdict is None:
         verdict, numbers = NOT_RUN, f"{numbers}; {why or 'fewer than 2 replicates'}"
     return dict(claim=claim, source=source, experiment=exp, compared=compared, numbers=numbers,
-                criterion=criterion, verdict=verdict)
+                criterion=criterion, verdict=verdict, basis=basis)
 
 
 def not_run(claim: str, source: str, exp: str, why: str) -> dict:
@@ -234,8 +250,10 @@ def private_below(fits, exp, source, metric, what, by=("e0", "K"),
                     verdict, why = None, (f"undecidable at this size: naive's {metric} is not "
                                           f"worse than nonprivate's by > {Z:g} SE")
             compared = f"{method} vs naive, {column}={level:g} (noisiest); {label}"
+            basis = read(group, column, (method, level), ("naive", level),
+                         *([("nonprivate", None)] if decidable_if_degraded else []))
             out.append(row(f"{claim} ({method})", source, exp, compared.rstrip("; "),
-                           numbers, criterion, verdict, why))
+                           numbers, criterion, verdict, why, basis))
     return out
 
 
@@ -260,7 +278,9 @@ def private_close(fits, exp, source, metric, what, by=("e0", "K"), at="quietest"
                            f"{column}={noisiest:g}: {span:.4g}",
                            f"{metric}: {method} - nonprivate <= {SPAN_SHARE:g} x naive's excess"
                            f" at the noisiest level, or <= {CLOSE:g} x nonprivate, or within"
-                           f" {Z:g} SE", close_to(mine, clean, span)))
+                           f" {Z:g} SE", close_to(mine, clean, span),
+                           basis=read(group, column, (method, level), ("nonprivate", None),
+                                      ("naive", noisiest))))
     return out
 
 
@@ -279,7 +299,8 @@ def naive_rises(fits, exp, source, metric="mae_y", by=("K",)) -> list[dict]:
                        f"naive at {column}={noisiest:g} vs {column}={quietest:g}; {label}"
                        .rstrip("; "),
                        f"noisiest {loud} vs quietest {quiet}",
-                       f"{metric}: quietest < noisiest by > {Z:g} SE", below(quiet, loud)))
+                       f"{metric}: quietest < noisiest by > {Z:g} SE", below(quiet, loud),
+                       basis=read(group, column, ("naive", noisiest), ("naive", quietest))))
     return out
 
 
@@ -302,7 +323,8 @@ def heldout_informative(fits, exp="e4", source=S004) -> list[dict]:
                        f"{Stat.of(clean[base])}; {diff}; held-out MAE "
                        f"{Stat.of(clean['heldout_mae'])}",
                        f"{metric}: nonprivate < baseline by > {Z:g} SE of the paired "
-                       f"difference (same masks)", verdict))
+                       f"difference (same masks)", verdict,
+                       basis=read(group, None, ("nonprivate", None))))
     return out
 
 
@@ -328,7 +350,8 @@ def private_vs_nonprivate(fits, exp, source, metric, what, by=("K",), at="noisie
                            .rstrip("; "),
                            f"{method} {mine} vs nonprivate {clean}",
                            f"{metric}: {method} {'>' if higher_is_better else '<'} nonprivate "
-                           f"by > {Z:g} SE", verdict))
+                           f"by > {Z:g} SE", verdict,
+                           basis=read(group, column, (method, level), ("nonprivate", None))))
     return out
 
 
@@ -437,7 +460,7 @@ E4_HELDOUT = {"e4_mae": False, "e4_vs_nonprivate": False, "e4_heldout": True,
 
 
 def basis(fits: pd.DataFrame, key: str, exp: str) -> pd.DataFrame:
-    """The MCMC fits claim ``key`` of experiment ``exp`` rests on."""
+    """The MCMC fits claim ``key`` of experiment ``exp`` rests on when its row names none."""
     if key in E4_HELDOUT:
         fits = _setting(fits, exp, heldout=E4_HELDOUT[key])
     return fits_of(fits, exp)
@@ -445,8 +468,14 @@ def basis(fits: pd.DataFrame, key: str, exp: str) -> pd.DataFrame:
 
 def scorecard(fits: pd.DataFrame) -> pd.DataFrame:
     """One row per claim (see :data:`CLAIMS`), columns :data:`COLUMNS`."""
-    rows = [{**r, "converged": converged(basis(fits, key, r["experiment"]))}
-            for key, check in CLAIMS.items() for r in check(fits)]
+    fits = fits.reset_index(drop=True)
+    rows = []
+    for key, check in CLAIMS.items():
+        for r in check(fits):
+            rests_on = r.pop("basis", None)
+            rests_on = (basis(fits, key, r["experiment"]) if rests_on is None
+                        else fits.loc[rests_on])
+            rows.append({**r, "converged": converged(rests_on)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
