@@ -150,20 +150,24 @@ def stat(df: pd.DataFrame, method: str, metric: str, column: str | None = None,
          level: float | None = None) -> Stat:
     """Stat of ``metric`` over replicates of ``method`` at one privacy level (non-private
     fits see no noise and are read at every level)."""
+    sel = _fits_at(df, method, column, level)
+    return Stat.of(df.loc[sel, metric] if metric in df else pd.Series(dtype=float))
+
+
+def _fits_at(df: pd.DataFrame, method: str, column: str | None, level: float | None
+             ) -> pd.Series:
+    """Mask of ``method``'s fits at one privacy level (non-private's at every level)."""
     sel = df["method"] == method
     if column is not None and method != "nonprivate":
         sel &= df[column] == level
-    return Stat.of(df.loc[sel, metric] if metric in df else pd.Series(dtype=float))
+    return sel
 
 
 def read(df: pd.DataFrame, column: str | None, *pairs: tuple[str, float | None]) -> pd.Index:
     """Index of the fits of ``df`` that :func:`stat` reads for each (method, level) pair."""
     sel = pd.Series(False, index=df.index)
     for method, level in pairs:
-        one = df["method"] == method
-        if column is not None and method != "nonprivate":
-            one &= df[column] == level
-        sel |= one
+        sel |= _fits_at(df, method, column, level)
     return df.index[sel]
 
 
