@@ -1,7 +1,6 @@
 """The collapsed conditional P(y | y~, mu) ∝ mu^y / y! alpha^|y~ - y| against brute force."""
 
 import itertools
-import math
 
 import numpy as np
 import pytest
@@ -173,38 +172,3 @@ def test_fits_lanes_only_where_the_tail_bound_holds():
     assert not conditional.fits_lanes(0, 1.0, conditional.LANE_MAX_HI * 1.01, N)
     assert not conditional.fits_lanes(0, 4.0, 3.0, 3)  # ratio c_hi / (N + 1) not below 1 - 1/N
     assert not conditional.fits_lanes(0, 0.0, 0.0, N)  # mu = 0: y = 0 by sample
-
-
-def test_mean_log_z_row_gives_the_cell_kernel_to_the_bit():
-    """The row kernel walks the cells of y~ >= 1 whose mode is 0 side by side: its numbers
-    are those of mean_log_z_noisy cell by cell, for full and partial groups of lanes, the
-    longest such walks (mu / alpha just below 1), cells of y~ <= 0 or a higher mode, two noise
-    values, noiseless and masked cells."""
-    rng = np.random.default_rng(5)
-    C = 12 * conditional.MEAN_LANES + 5
-    Y = rng.integers(-4, 9, size=(1, C))
-    code = rng.integers(0, 2, size=(1, C))
-    code[0, 0] = -1  # noiseless
-    a = np.array([0.5, 0.9])
-    mu = rng.gamma(0.5, 1.0, size=C)
-    mu[1:5] = (1 - 1e-3 * np.arange(1, 5)) * a[code[0, 1:5]]
-    Y[0, 1:5] = 30
-    mask = np.zeros((1, C), bool)
-    mask[0, 5] = True
-    e_C, lz_C = np.full(C, -1.0), np.full(C, -1.0)
-    conditional.mean_log_z_row(0, Y, mu, code, mask, a, np.log(a),
-                               np.empty((3, conditional.MEAN_LANES), np.int64),
-                               np.empty((5, conditional.MEAN_LANES)), e_C, lz_C)
-    lanes = 0
-    for c in range(C):
-        p = code[0, c]
-        if c == 5:
-            want = (-1.0, -1.0)
-        elif p < 0:
-            want = (float(Y[0, c]), Y[0, c] * math.log(mu[c]) - math.lgamma(Y[0, c] + 1.0))
-        else:
-            want = conditional.mean_log_z_noisy(Y[0, c], a[p], mu[c], 1.0 / a[p],
-                                                math.log(a[p]))
-            lanes += Y[0, c] >= 1 and mu[c] < a[p]
-        assert (e_C[c], lz_C[c]) == want, c
-    assert lanes > 2 * conditional.MEAN_LANES

@@ -19,7 +19,7 @@ LAYERS = [
     ("lppf.results", "lppf.io", "lppf.backends"),
     ("lppf.draws", "lppf.mechanisms", "lppf.distributions", "lppf.conditional", "lppf.likelihood",
      "lppf.log_densities", "lppf.expectations", "lppf.diagnostics", "lppf.synthetic",
-     "lppf.noise", "lppf.privacy", "lppf.noise_conditional"),
+     "lppf.noise", "lppf.privacy", "lppf.noise_conditional", "lppf.series", "lppf.cells"),
     ("lppf.start",),
     ("lppf.mcmc", "lppf.cavi"),
     ("lppf.fitting", "lppf.fitfile", "lppf.metrics"),
@@ -29,7 +29,7 @@ LAYERS = [
 NO_FILES = ("lppf.draws", "lppf.mechanisms", "lppf.distributions", "lppf.conditional",
             "lppf.likelihood", "lppf.log_densities", "lppf.expectations", "lppf.diagnostics",
             "lppf.synthetic", "lppf.start", "lppf.mcmc", "lppf.cavi", "lppf.noise",
-            "lppf.privacy", "lppf.noise_conditional")
+            "lppf.privacy", "lppf.noise_conditional", "lppf.series", "lppf.cells")
 APART = ("lppf.mcmc", "lppf.cavi")  # the two inference packages
 
 

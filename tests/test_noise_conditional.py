@@ -8,7 +8,7 @@ from gof import chisquare_pvalue
 from numba import njit
 from scipy import special
 
-from lppf import conditional, noise
+from lppf import cells, conditional, noise
 from lppf import noise_conditional as nc
 from lppf._numba import rng_state
 
@@ -96,52 +96,13 @@ def test_local_sums_over_cells_and_keeps_noiseless_ones():
     S = np.array([[1.0, 2.0, 0.5], [3.0, 1.0, 2.0]])
     mask = np.zeros(Y.shape, bool)
     mask[0, 2] = True
-    Ey, R, total = nc.local(Y, T, S, mask)
+    Ey, R, total = cells.local(Y, T, S, mask)
     want = sum(brute("discrete-gaussian", 1.5, Y[0, j], S[0, j])[2] for j in range(2))
     want += sum(Y[1, j] * math.log(S[1, j]) - math.lgamma(Y[1, j] + 1) for j in range(3))
     assert total == pytest.approx(want, rel=1e-12)
     np.testing.assert_array_equal(Ey[1], Y[1])
     assert Ey[0, 2] == 0 and R[0, 0] == pytest.approx(Ey[0, 0] / 1.0)
     assert Ey[0, 1] == pytest.approx(brute("discrete-gaussian", 1.5, -2, 2.0)[1])
-
-
-@pytest.mark.parametrize(("mechanism", "param"), [("discrete-gaussian", 2.5), ("skellam", 3.0)])
-def test_mean_log_z_row_gives_the_cell_kernel_to_the_bit(mechanism, param):
-    """The row kernel walks cells whose mode is 0 side by side: its numbers are those of
-    mean_log_z cell by cell, for full and partial groups of lanes, walks of up to its last
-    step (ratio at 0 just below 1), cells past the table, noiseless and masked cells."""
-    rng = np.random.default_rng(4)
-    C = 12 * nc.MEAN_LANES + 5
-    Y = rng.integers(-6, 7, size=(1, C))
-    mu = rng.gamma(0.5, 1.0, size=C)
-    Y[0, :4] = [60, -60, 0, 3]  # past a table built for |y~| <= 12
-    param_C = np.full((1, C), param)
-    param_C[0, 4] = 0.0  # noiseless
-    param_C[0, 5:9] = 100.0  # nearly flat noise ratios: with f(1) / f(0) just below 1 (below),
-    T = nc.tables(mechanism, param_C, np.abs(Y).clip(max=12))  # the longest walks from 0
-    for c in range(5, 9):
-        p = T.code[0, c]
-        mu[c] = (1 - 1e-3 * c) * math.exp(-nc.log_noise_ratio(T.kind, Y[0, c], T.par[p],
-                                                                T.lr, p))
-    mask = np.zeros((1, C), bool)
-    mask[0, 9] = True
-    e_C, lz_C = np.full(C, -1.0), np.full(C, -1.0)
-    nc.mean_log_z_row(0, Y, mu, T.code, mask, T.kind, T.par, T.var, T.lnorm, T.lr, T.lc,
-                      np.empty((4, nc.MEAN_LANES), np.int64), np.empty((4, nc.MEAN_LANES)),
-                      e_C, lz_C)
-    zero = 0
-    for c in range(C):
-        p = T.code[0, c]
-        if c == 9:
-            want = (-1.0, -1.0)
-        elif p < 0:
-            want = (float(Y[0, c]), Y[0, c] * math.log(mu[c]) - math.lgamma(Y[0, c] + 1.0))
-        else:
-            want = nc.mean_log_z(Y[0, c], mu[c], T.kind, T.par[p], T.var[p], T.lnorm[p], T.lr,
-                                 T.lc, p)
-            zero += nc.ratio(0, Y[0, c], mu[c], T.kind, T.par[p], T.lr, p) < 1.0
-        assert (e_C[c], lz_C[c]) == want, c
-    assert zero > 2 * nc.MEAN_LANES
 
 
 def test_mixture_pmf_averages_the_brute_force_conditionals():

@@ -13,8 +13,8 @@ Pois(mu / alpha) truncated to [0, t] and Pois(mu alpha) truncated to (t, inf):
     Z = alpha^t e^(mu / alpha) F(t; mu / alpha) + alpha^-t e^(mu alpha) SF(t; mu alpha)
 
 (F, SF: Poisson cdf and survival function). alpha = 0 (no noise) is the point mass y = t.
-Here: the mode and ratios, E[y] with ln Z (:func:`mean_log_z`; a row of cells at a time,
-those of mode 0 side by side: :func:`mean_log_z_row`), the pmf on a grid
+Here: the mode and ratios, E[y] with ln Z (:func:`mean_log_z`; for many cells at once the
+power series of :mod:`lppf.series` stands in where it can, :mod:`lppf.cells`), the pmf on a grid
 (:func:`mixture_pmf`), a range holding its mass (:func:`support`) and an exact sampler
 (:func:`sample`). Sums run over masses relative to f(mode) = 1, walking out from the mode
 until a mass drops below ``TINY_MASS`` of the total (the tails of a log-concave pmf decay at
@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numba import njit
 
-from lppf._numba import at, uniform
+from lppf._numba import uniform
 from lppf.log_densities import log_factorial
 
 TINY_MASS = 2.0**-53  # relative mass below which a walk stops
@@ -43,8 +43,6 @@ LANES = 8  # cells drawn side by side by sample_lanes
 LANE_CELLS = 16  # masses y = 0 .. LANE_CELLS - 1 of each lane
 LANE_MAX_HI = 6.0  # largest mu alpha of a lane (keeps the bound on its tail tight)
 _INV = 1.0 / np.arange(1.0, 257.0)  # 1 / (y + 1) for small y: multiplications, no divisions
-MEAN_LANES = 16  # cells whose walks mean_log_z_row runs side by side
-MEAN_STEPS = 20  # steps of those walks (f(y) / f(0) < 1 / y! < TINY_MASS from y = 19 on)
 _EPS = 1e-16
 _FPMIN = 1e-300
 _MAXIT = 1_000_000
@@ -442,72 +440,6 @@ def mean_log_z_noisy(t, a, mu, inv_a, log_a):
 def mean_log_z_noiseless(t, mu):
     """(E[y], ln Z) of a noiseless cell: y = y~, Z = mu^y~ / y~!."""
     return float(t), t * math.log(mu) - math.lgamma(t + 1.0)
-
-
-@njit(cache=True)
-def mean_log_z_row(r, Y, mu_C, code, mask, a, log_a, ints, flts, e_C, lz_C):
-    """(E[y], ln Z) of :func:`mean_log_z_noisy` into ``e_C``, ``lz_C`` for every unmasked cell
-    c of row ``r``: y~ = Y[r, c], rate ``mu_C[c]`` (> 0), noise ``a[p]``, ``log_a[p]`` for p =
-    ``at(code, r, c)`` (p < 0, noiseless: y~ and y~ ln mu - ln y~!). The cells of y~ >= 1
-    whose mode is 0 (mu / alpha < 1) are walked ``MEAN_LANES`` at a time
-    (:func:`_walk_lanes`); the numbers are those of :func:`mean_log_z_noisy`, to the bit.
-    Scratch: ``ints`` (at least 3, MEAN_LANES) int64, ``flts`` (at least 5, MEAN_LANES)."""
-    n = 0
-    for c in range(Y.shape[1]):
-        if mask[r, c]:
-            continue
-        t, mu, p = Y[r, c], mu_C[c], at(code, r, c)
-        if p < 0:
-            e_C[c], lz_C[c] = mean_log_z_noiseless(t, mu)
-            continue
-        inv_a = 1.0 / a[p]
-        c_lo = mu * inv_a
-        if t >= 1 and c_lo < 1.0 and mu > 1e-15:  # (mean_log_z_noisy's one-log case)
-            ints[0, n], ints[1, n], ints[2, n] = c, t, p
-            flts[0, n], flts[1, n] = c_lo, mu * a[p]
-            n += 1
-            if n == MEAN_LANES:
-                _walk_lanes(n, ints, flts, log_a, e_C, lz_C)
-                n = 0
-        else:
-            e_C[c], lz_C[c] = mean_log_z_noisy(t, a[p], mu, inv_a, log_a[p])
-    _walk_lanes(n, ints, flts, log_a, e_C, lz_C)
-
-
-@njit(cache=True, inline="always")
-def lane_add(fy, y, lane, f, total, first):
-    """One step of a lane's walk up from 0 (``fy`` = f(y) / f(0)): adds fy and y fy to the
-    lane's sums and keeps fy as its last mass while fy is above ``TINY_MASS`` of its total,
-    else adds nothing and sets the last mass to 0 (the walk has stopped); returns whether it
-    added."""
-    keep = fy > TINY_MASS * total[lane]
-    total[lane] += fy if keep else 0.0
-    first[lane] += y * fy if keep else 0.0
-    f[lane] = fy if keep else 0.0
-    return keep
-
-
-@njit(cache=True, inline="always")
-def _walk_lanes(n, ints, flts, log_a, e_C, lz_C):
-    """The walks of :func:`_walk_sums` up from a mode of 0 for the first ``n`` lanes of
-    :func:`mean_log_z_row` (``ints``: cell, y~, noise value; ``flts``: c_lo, c_hi), side by
-    side: per lane the same operations in the same order, a lane adding nothing from its
-    first mass at or below ``TINY_MASS`` of its total on. Each ratio is below 1 / (y + 1), so
-    ``MEAN_STEPS`` steps end every walk."""
-    c_lo, c_hi, f, total, first = flts[0], flts[1], flts[2], flts[3], flts[4]
-    for lane in range(n):
-        f[lane], total[lane], first[lane] = 1.0, 1.0, 0.0
-    for y in range(MEAN_STEPS):
-        inv, more = _INV[y], False
-        for lane in range(n):
-            fy = f[lane] * ((c_lo[lane] if y < ints[1, lane] else c_hi[lane]) * inv)
-            more |= lane_add(fy, y + 1, lane, f, total, first)
-        if not more:
-            break
-    for lane in range(n):
-        c, t, p = ints[0, lane], ints[1, lane], ints[2, lane]
-        e_C[c] = first[lane] / total[lane]
-        lz_C[c] = math.log(total[lane]) - log_factorial(0) + t * log_a[p]
 
 
 @njit(cache=True)

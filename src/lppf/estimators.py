@@ -314,9 +314,10 @@ class _PoissonFactorization(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
             held = ~held
         fold = self._fold_in(FitData(data.Y, data.alpha, held, {}, data.mechanism))
         if data.mechanism != "geometric":  # ln p(y~ | mu) = ln Z - mu of the walk
-            from lppf import noise_conditional as nc
+            from lppf import cells, noise_conditional
 
-            log_z = nc.local(data.Y, nc.fit_tables(data), fold.mu_hat, ~held)[2]
+            log_z = cells.local(data.Y, noise_conditional.fit_tables(data), fold.mu_hat,
+                                ~held)[2]
             return float((log_z - fold.mu_hat[held].sum()) / held.sum())
         alpha_DV = np.broadcast_to(data.alpha, data.Y.shape)
         return float(np.mean(privatized_logpmf(data.Y[held], fold.mu_hat[held],

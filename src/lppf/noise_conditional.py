@@ -13,8 +13,8 @@ mass drops below ``TINY_MASS`` of the total. The walk gives an exact inverse-CDF
 (:func:`sample`), E[y] and ln Z (:func:`mean_log_z`; here with the normalized p, so that
 ln Z - mu = ln p(y~ | mu)). Cells with small rates and counts are drawn ``LANES`` at a time
 from the masses f(y) / f(0), y < ``LANE_CELLS`` (:func:`sample_lanes`), as
-:mod:`lppf.conditional` does for the geometric noise; a row's E[y] and ln Z walk its cells
-whose mode is 0 ``MEAN_LANES`` at a time (:func:`mean_log_z_row`).
+:mod:`lppf.conditional` does for the geometric noise. E[y] and ln Z of many cells at once
+take the power series of :mod:`lppf.series` where it covers them (:mod:`lppf.cells`).
 
 The noise reaches the kernels as a :class:`Tables`: ``kind`` (:data:`GEOMETRIC`,
 :data:`GAUSSIAN`, :data:`SKELLAM`), per distinct parameter value P: ``par`` (ln alpha,
@@ -23,7 +23,8 @@ discrete Gaussian and Skellam noise the tables ``lr`` (P, 3, 2 J + 1): ln r_j (j
 with ``r_j = p(j + 1) / p(j)`` (``exp(-(2 j + 1) / (2 sigma^2))``, or ``I_(j+1)(x) / I_j(x)``),
 then p(k - 1) / p(k) and its inverse for k = -J .. J, and ``lc`` (P, J + 1) of the running
 sums of ln r_j (ln p(k) - ln p(0)); beyond J (sized by the largest |y~|) they come from the
-formula of r_j (for Skellam noise, its continued fraction).
+formula of r_j (for Skellam noise, its continued fraction); ``series`` the
+:class:`lppf.series.Series` of the noise for the privatized counts it was built for.
 ``code`` maps each cell (broadcast as alpha is: (1, 1), (n_rows, 1) or (n_rows, n_cols)) to
 its value, -1 for a noiseless cell (y = y~). The geometric kind computes what
 :mod:`lppf.conditional` does (its fast path) and serves to check this module against it.
@@ -38,7 +39,6 @@ import numpy as np
 from numba import njit, prange
 
 from lppf._numba import at, rng_state, uniform
-from lppf.conditional import MEAN_LANES, MEAN_STEPS, lane_add, mean_log_z_noiseless
 from lppf.noise import bessel_ratio, dg_log_norm, skellam_log0, skellam_log_ratios, variance
 from lppf.validation import NOISE_PARAMS, InputError
 
@@ -68,6 +68,7 @@ class Tables(NamedTuple):
     lnorm: np.ndarray
     lr: np.ndarray
     lc: np.ndarray
+    series: object = None  # its lppf.series.Series
 
 
 def tables(mechanism: str, param: np.ndarray, Ytil: np.ndarray) -> Tables:
@@ -108,7 +109,10 @@ def tables(mechanism: str, param: np.ndarray, Ytil: np.ndarray) -> Tables:
         with np.errstate(over="ignore"):
             lr[p, 1], lr[p, 2] = np.exp(log_nr), np.exp(-log_nr)
         lc[p, 1:] = np.cumsum(log_r[:width])
-    return Tables(kind, code, par, var, lnorm, lr, lc)
+    from lppf import series  # (which builds on this module)
+
+    return Tables(kind, code, par, var, lnorm, lr, lc,
+                  series.build(kind, par, lnorm, lr, lc, np.asarray(Ytil)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,106 +433,6 @@ def mean_log_z(t, mu, kind, par, var, lnorm, lr, lc, p):
         first += (y - m) * f
     log_fm += m * math.log(mu) - math.lgamma(m + 1.0)
     return m + first / total, log_fm + math.log(total)
-
-
-@njit(cache=True)
-def mean_log_z_row(r, Y, mu_C, code, mask, kind, par, var, lnorm, lr, lc, ints, flts, e_C,
-                   lz_C):
-    """(E[y], ln Z) of :func:`mean_log_z` into ``e_C``, ``lz_C`` for every unmasked cell c of
-    row ``r``: y~ = Y[r, c], rate ``mu_C[c]`` (floored at ``TINY_RATE``), noise value
-    ``at(code, r, c)`` of a discrete Gaussian or Skellam ``kind`` (a noiseless cell: y~ and
-    y~ ln mu - ln y~!). The cells whose mode is 0 (most of them at small rates and counts)
-    and whose first ``MEAN_STEPS`` ratios lie in the table are walked ``MEAN_LANES`` at a time
-    (:func:`_walk_lanes`); the numbers are those of :func:`mean_log_z`, to the bit. Scratch:
-    ``ints`` (at least 4, MEAN_LANES) int64, ``flts`` (at least 4, MEAN_LANES)."""
-    half = lr.shape[2] // 2
-    nr = lr.reshape(-1)
-    n = 0
-    for c in range(Y.shape[1]):
-        if mask[r, c]:
-            continue
-        t, mu, p = Y[r, c], max(mu_C[c], TINY_RATE), at(code, r, c)
-        if p < 0:
-            e_C[c], lz_C[c] = mean_log_z_noiseless(t, mu)
-        elif (t <= half and t - MEAN_STEPS + 1 >= -half
-              and ratio(0, t, mu, kind, par[p], lr, p) < 1.0):
-            ints[0, n], ints[1, n], ints[2, n], ints[3, n] = c, t, p, lane_base(t, p, lr)
-            flts[0, n] = mu
-            n += 1
-            if n == MEAN_LANES:
-                _walk_lanes(n, ints, flts, kind, par, lnorm, lr, lc, nr, e_C, lz_C)
-                n = 0
-        else:
-            e_C[c], lz_C[c] = mean_log_z(t, mu, kind, par[p], var[p], lnorm[p], lr, lc, p)
-    _walk_lanes(n, ints, flts, kind, par, lnorm, lr, lc, nr, e_C, lz_C)
-
-
-@njit(cache=True, inline="always")
-def _walk_lanes(n, ints, flts, kind, par, lnorm, lr, lc, nr, e_C, lz_C):
-    """The upward walks of :func:`mean_log_z` from a mode of 0 for the first ``n`` lanes of
-    :func:`mean_log_z_row` (``ints``: cell, y~, noise value, :func:`lane_base`; ``flts[0]``:
-    mu), side by side: per lane the same operations in the same order, a lane adding nothing
-    from its first mass below ``TINY_MASS`` of its total on. ``MEAN_STEPS`` steps end every
-    walk: at a mode of 0 each ratio is below 1 / (y + 1), so f(y) / f(0) < 1 / y!."""
-    mu_L, f, total, first = flts[0], flts[1], flts[2], flts[3]
-    for lane in range(n):
-        f[lane], total[lane], first[lane] = 1.0, 1.0, 0.0
-    for y in range(MEAN_STEPS):
-        inv, more = _INV[y], False
-        for lane in range(n):
-            fy = f[lane] * (mu_L[lane] * nr[ints[3, lane] - y] * inv)
-            more |= lane_add(fy, y + 1, lane, f, total, first)
-        if not more:
-            break
-    for lane in range(n):
-        c, t, p = ints[0, lane], ints[1, lane], ints[2, lane]
-        e_C[c] = first[lane] / total[lane]
-        lz_C[c] = log_noise(kind, t, par[p], lnorm[p], lr, lc, p) + math.log(total[lane])
-
-
-@njit(cache=True, parallel=True)
-def refresh(Y, kind, code, par, var, lnorm, lr, lc, S, mask, Ey, R, row_log):
-    """Per unmasked cell: Ey = E[y] and R = E[y] / S under q(y) ∝ S^y / y! p(y~ - y) (S
-    floored at ``TINY_RATE``), and per row the sum of ln Z; noiseless cells: y = y~ and ln Z
-    = y~ ln S - ln y~!."""
-    for i in prange(Y.shape[0]):  # (np.int64: a prange index may be unsigned)
-        row_log[i] = _refresh_row(np.int64(i), Y, kind, code, par, var, lnorm, lr, lc, S,
-                                  mask, Ey, R)
-
-
-@njit(cache=True)
-def _refresh_row(i, Y, kind, code, par, var, lnorm, lr, lc, S, mask, Ey, R):
-    lz = np.empty(Y.shape[1])
-    if kind == GEOMETRIC:
-        for j in range(Y.shape[1]):
-            if mask[i, j]:
-                continue
-            t, s, p = Y[i, j], max(S[i, j], TINY_RATE), at(code, i, j)
-            if p < 0:
-                Ey[i, j], lz[j] = mean_log_z_noiseless(t, s)
-            else:
-                Ey[i, j], lz[j] = mean_log_z(t, s, kind, par[p], var[p], lnorm[p], lr, lc, p)
-    else:
-        mean_log_z_row(i, Y, S[i], code, mask, kind, par, var, lnorm, lr, lc,
-                       np.empty((4, MEAN_LANES), np.int64), np.empty((4, MEAN_LANES)), Ey[i],
-                       lz)
-    acc = 0.0
-    for j in range(Y.shape[1]):
-        if not mask[i, j]:
-            R[i, j] = Ey[i, j] / max(S[i, j], TINY_RATE)
-            acc += lz[j]
-    return acc
-
-
-def local(Y: np.ndarray, noise: Tables, S: np.ndarray, mask: np.ndarray
-          ) -> tuple[np.ndarray, np.ndarray, float]:
-    """(E[y], E[y] / S, sum of ln Z) over the unmasked cells (zeros where masked): the
-    optimal local factor of CAVI and the E step of the EM start."""
-    Ey, R = np.zeros(Y.shape), np.zeros(Y.shape)
-    row_log = np.zeros(Y.shape[0])
-    refresh(Y, noise.kind, noise.code, noise.par, noise.var, noise.lnorm, noise.lr,
-            noise.lc, np.ascontiguousarray(S, dtype=np.float64), mask, Ey, R, row_log)
-    return Ey, R, float(row_log.sum())
 
 
 def log_noise_sum(Y: np.ndarray, Ytil: np.ndarray, noise: Tables, mask: np.ndarray) -> float:

@@ -46,7 +46,7 @@ import math
 
 import numpy as np
 
-from lppf import noise_conditional
+from lppf import cells, noise_conditional
 from lppf.expectations import collapsed_local
 from lppf.noise_conditional import fit_tables
 from lppf.validation import PRIVATE_METHODS, FitData
@@ -142,7 +142,7 @@ def observed_loglik(data: FitData, method: str, mu_DV: np.ndarray,
     :func:`lppf.noise_conditional.fit_tables`, built here when not given."""
     if method in PRIVATE_METHODS and data.mechanism != "geometric":
         noise = fit_tables(data) if noise is None else noise
-        Ey, _, log_z = noise_conditional.local(data.Y, noise, mu_DV, data.mask)
+        Ey, _, log_z = cells.local(data.Y, noise, mu_DV, data.mask)
         return log_z - float(mu_DV[~data.mask].sum()), Ey
     if method in PRIVATE_METHODS:
         alpha = np.ascontiguousarray(np.broadcast_to(data.alpha, data.Y.shape), dtype=np.float64)

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import special
 
-from lppf import noise_conditional
+from lppf import cells, noise_conditional
 from lppf.expectations import TINY, collapsed_refresh, private_local
 
 DENSE_FRACTION = 0.1  # share of non-zero cells above which observed counts are handled densely
@@ -95,7 +95,7 @@ class CollapsedLocal(_Local):
 class NoiseLocal(_Local):
     """Exact optimal q(y) ∝ S^y / y! p(y~ - y) (private-collapsed) under the discrete Gaussian
     or Skellam noise of ``noise`` (:class:`lppf.noise_conditional.Tables`), every unmasked
-    cell: E[y] and ln Z by the walk of :func:`lppf.noise_conditional.local`."""
+    cell: E[y] and ln Z by :func:`lppf.cells.local`."""
 
     def __init__(self, Y: np.ndarray, alpha: np.ndarray, mask: np.ndarray,
                  noise: noise_conditional.Tables):
@@ -105,8 +105,7 @@ class NoiseLocal(_Local):
     def refresh(self, model, m, mean_mu=None):
         self.slots_u = model.slots(m)
         self.S_u = model.rate_sum(self.slots_u, None)  # floored where used
-        self.Ey, R, self.loglik = noise_conditional.local(self.Y, self.noise, self.S_u,
-                                                          self.mask)
+        self.Ey, R, self.loglik = cells.local(self.Y, self.noise, self.S_u, self.mask)
         self.y_hat = self.Ey
         return R
 

@@ -36,8 +36,9 @@ _X_MAX = 300.0  # log factors beyond this are rejected (exp overflows products o
 def community_logp(x, Y, obs, a0, b0, V, C, grad, value=True):
     """``(log p(x | y) + const, log-likelihood of the counts without -log y!)`` at ``x``
     (V C + C C,) and its gradient into ``grad``; ``-inf`` when ``x`` leaves the range or a
-    count gets a zero rate. One pass over the observed cells; ``value=False`` skips the
-    logarithms and returns 0 for both (the leapfrog steps inside a trajectory)."""
+    count gets a zero rate. The rates ``mu = A Theta^T`` and the gradient's sums are dense
+    products (BLAS), the cells one pass; ``value=False`` skips the logarithms and returns 0
+    for both (the leapfrog steps inside a trajectory)."""
     for n in range(x.shape[0]):
         if not abs(x[n]) <= _X_MAX:
             return -np.inf, -np.inf
@@ -45,29 +46,24 @@ def community_logp(x, Y, obs, a0, b0, V, C, grad, value=True):
     P = np.exp(x[V * C:]).reshape(C, C)
     A = T @ P  # d mu_ij / d theta_jd = A_id
     B = T @ P.T  # d mu_ij / d theta_ic = B_jc
-    gT = np.zeros((V, C))
-    Q = np.zeros((V, C))  # (R Theta): d / d pi_cd = (Theta^T Q)_cd
+    M = A @ T.T
+    R = np.zeros((V, V))  # y / mu - 1 on observed cells
     ll = 0.0
     for i in range(V):
         for j in range(V):
             if not obs[i, j]:
                 continue
-            mu = 0.0
-            for c in range(C):
-                mu += A[i, c] * T[j, c]
-            y = Y[i, j]
+            mu, y = M[i, j], Y[i, j]
             if mu <= 0.0:
                 if y > 0:
                     return -np.inf, -np.inf
-                r = -1.0
-            else:
-                if value:
-                    ll += (y * math.log(mu) if y > 0.0 else 0.0) - mu
-                r = y / mu - 1.0
-            for c in range(C):
-                gT[i, c] += r * B[j, c]
-                gT[j, c] += r * A[i, c]
-                Q[i, c] += r * T[j, c]
+                R[i, j] = -1.0
+                continue
+            if value:
+                ll += (y * math.log(mu) if y > 0.0 else 0.0) - mu
+            R[i, j] = y / mu - 1.0
+    gT = R @ B + R.T @ A
+    gP = T.T @ (R @ T)  # d / d pi_cd = (Theta^T R Theta)_cd
     lp = ll
     for n in range(x.shape[0]):
         e = math.exp(x[n])
@@ -80,10 +76,7 @@ def community_logp(x, Y, obs, a0, b0, V, C, grad, value=True):
             grad[i * C + c] += gT[i, c] * T[i, c]
     for c in range(C):
         for d in range(C):
-            g = 0.0
-            for i in range(V):
-                g += T[i, c] * Q[i, d]
-            grad[V * C + c * C + d] += g * P[c, d]
+            grad[V * C + c * C + d] += gP[c, d] * P[c, d]
     return lp, ll
 
 

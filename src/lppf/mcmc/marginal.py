@@ -33,12 +33,12 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from lppf import conditional, noise_conditional
+from lppf import cells, series
 from lppf._numba import CHUNK, at, at_most, chunk_seeds, rng_state, uniform
-from lppf.conditional import MEAN_LANES, TINY_RATE, mean_log_z_noiseless, mean_log_z_noisy
+from lppf.conditional import TINY_RATE
 from lppf.draws import _normal
 from lppf.noise import variance
-from lppf.noise_conditional import GEOMETRIC, mean_log_z, tables
+from lppf.noise_conditional import GEOMETRIC, tables
 
 STEP = 1.4  # h of a block of up to BLOCK entries: about half the proposals accepted
 BLOCK = 5  # larger blocks step by STEP * sqrt(BLOCK / entries) (Pi of C = 5: 0.63)
@@ -72,7 +72,8 @@ def use(method: str, sampler: str, Ytil: np.ndarray, param: np.ndarray, mask: np
 
 class Moves:
     """The moves of the PMF model for the data of a fit (``lppf.validation.FitData``): noise
-    tables and transposed copies, built once and shared by its chains."""
+    tables (with their series, :mod:`lppf.series`) and transposed copies, built once and
+    shared by its chains."""
 
     def __init__(self, data):
         Y = np.ascontiguousarray(data.Y, dtype=np.int64)
@@ -80,7 +81,7 @@ class Moves:
         t = tables(data.mechanism, param, Y)
         self.t, self.fix = t, data.fix
         self.a = np.exp(t.par) if t.kind == GEOMETRIC else np.zeros(0)
-        self.rows = (Y, np.ascontiguousarray(data.mask), np.ascontiguousarray(t.code))
+        self.rows = (Y, np.ascontiguousarray(t.code), np.ascontiguousarray(data.mask))
         self.cols = tuple(np.ascontiguousarray(X.T) for X in self.rows)
 
     def __call__(self, Theta: np.ndarray, Phi: np.ndarray, a0: float, b0: float,
@@ -88,8 +89,9 @@ class Moves:
         """One step on every row of Theta, then on every column of Phi, in place (a factor
         held fixed is left alone); returns their acceptance rates (NaN when not moved)."""
         rates = [math.nan, math.nan]
-        # (E[y], ln Z) of every cell at the rates the row moves leave, for the column moves
-        cache = np.zeros((2, *Theta.shape[:1], Phi.shape[1]))
+        # (E[y], ln Z less ln S, S) of every cell at the rates the row moves leave, for the
+        # column moves
+        cache = np.zeros((3, *Theta.shape[:1], Phi.shape[1]))
         if "theta" not in self.fix:
             rates[0] = self._move_rows(Theta, Phi, self.rows, cache, False, a0, b0, rng)
         if "phi" not in self.fix:
@@ -101,32 +103,37 @@ class Moves:
         return rates[0], rates[1]
 
     def _move_rows(self, X, F, arrays, cache, cached, a0, b0, rng) -> float:
-        Y, mask, code = arrays
-        t = self.t
+        t, s = self.t, self.t.series
         seeds = chunk_seeds(rng, len(X))
         accepted = np.zeros(len(X))
         with at_most(len(seeds)):
-            _moves(X, F, Y, mask, code, t.kind, self.a, t.par, t.var, t.lnorm, t.lr, t.lc,
-                   float(a0), float(b0), step(X.shape[1]), seeds, accepted, cache[0], cache[1],
-                   cached)
+            _moves(X, F, *arrays, t.kind, self.a, t.par, t.var, t.lnorm, t.lr, t.lc, s.lo,
+                   s.coef, s.ratio, s.log_p, float(a0), float(b0), step(X.shape[1]), seeds,
+                   accepted, cache[0], cache[1], cache[2], cached)
         return float(accepted.mean()) if len(X) else math.nan
 
 
 @njit(cache=True, inline="always")
-def _cell(y, mu, p, kind, a, par, var, lnorm, lr, lc):
-    """(E[y], ln Z) of an observed cell with privatized count ``y`` (true count when p < 0)."""
-    if p < 0:
-        return mean_log_z_noiseless(y, mu)
-    if kind == GEOMETRIC:
-        return mean_log_z_noisy(y, a[p], mu, 1.0 / a[p], par[p])
-    return mean_log_z(y, mu, kind, par[p], var[p], lnorm[p], lr, lc, p)
+def _row_terms(r, code, mask, var, mu_C, e_C, lz_C, s_C, w_C, info_C):
+    """sum over the unmasked cells of row ``r`` of ln Z - mu (the values of
+    :func:`lppf.cells.row`), and each cell's gradient factor and information into ``w_C``,
+    ``info_C`` (:func:`_weights`; 0 on masked cells)."""
+    out, prod = 0.0, 1.0
+    for c in range(len(mu_C)):
+        if mask[r, c]:
+            w_C[c] = info_C[c] = 0.0
+            continue
+        out += lz_C[c] - mu_C[c]
+        out, prod = series.add_log(out, prod, s_C[c])
+        w_C[c], info_C[c] = _weights(e_C[c], mu_C[c], at(code, r, c), var)
+    return out + math.log(prod)
 
 
 @njit(cache=True, inline="always")
-def _weights(e, log_z, mu, p, var):
-    """A cell's (ln Z - mu, E[y] / mu - 1, 1 / (mu + var)): its log likelihood term, the
-    factor of its gradient and its approximate Fisher information per unit rate."""
-    return log_z - mu, e / mu - 1.0, 1.0 / (mu + (var[p] if p >= 0 else 0.0))
+def _weights(e, mu, p, var):
+    """A cell's (E[y] / mu - 1, 1 / (mu + var)): the factor of its gradient and its
+    approximate Fisher information per unit rate."""
+    return e / mu - 1.0, 1.0 / (mu + (var[p] if p >= 0 else 0.0))
 
 
 @njit(cache=True, inline="always")
@@ -142,47 +149,33 @@ def _prior_terms(out, x, g, s, a0, b0):
 
 
 @njit(cache=True)
-def _target(r, x, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g, s, e_C, lz_C,
-            cached, mu_C, ints, flts):
+def _target(r, x, F, Y, code, mask, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio, log_p,
+            a0, b0, g, s, e_C, lz_C, s_C, cached, mu_C, w_C, info_C, ints, flts):
     """ln p(u | F, y~) of row ``r`` at theta = ``x`` (up to a constant); its gradient in u
-    into ``g`` and the proposal scales into ``s``. Each cell's (E[y], ln Z) is read from
-    ``e_C``, ``lz_C`` when ``cached``, else computed and written there. Scratch: ``mu_C``
-    (C,) gets the rates, ``ints`` and ``flts`` as in
-    :func:`lppf.noise_conditional.mean_log_z_row`."""
+    into ``g`` and the proposal scales into ``s``. Each cell's (E[y], ln Z - ln S, S) is
+    read from ``e_C``, ``lz_C``, ``s_C`` when ``cached``, else computed there
+    (:func:`lppf.cells.row`, scratch ``ints``, ``flts``). Scratch (C,): ``mu_C`` gets the
+    rates, ``w_C`` and ``info_C`` the cells' gradient factors and information."""
     K, C = F.shape
     mu_C[:] = 0.0
     for k in range(K):
+        xk = x[k]
         for c in range(C):
-            mu_C[c] += x[k] * F[k, c]
+            mu_C[c] += xk * F[k, c]
     for c in range(C):
         mu_C[c] = max(mu_C[c], TINY_RATE)
     if not cached:
-        _cells(r, Y, mask, code, mu_C, kind, a, par, var, lnorm, lr, lc, ints, flts, e_C,
-               lz_C)
-    g[:] = 0.0
-    s[:] = 0.0
-    out = 0.0
-    for c in range(C):
-        if mask[r, c]:
-            continue
-        ll, w, info = _weights(e_C[c], lz_C[c], mu_C[c], at(code, r, c), var)
-        out += ll
-        for k in range(K):
-            g[k] += F[k, c] * w
-            s[k] += F[k, c] * F[k, c] * info
+        cells.row(r, Y, code, mask, mu_C, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio,
+                  log_p, e_C, lz_C, s_C, ints, flts)
+    out = _row_terms(r, code, mask, var, mu_C, e_C, lz_C, s_C, w_C, info_C)
+    for k in range(K):
+        gk, sk = 0.0, 0.0
+        for c in range(C):
+            f = F[k, c]
+            gk += f * w_C[c]
+            sk += f * f * info_C[c]
+        g[k], s[k] = gk, sk
     return _prior_terms(out, x, g, s, a0, b0)
-
-
-@njit(cache=True)
-def _cells(r, Y, mask, code, mu_C, kind, a, par, var, lnorm, lr, lc, ints, flts, e_C, lz_C):
-    """(E[y], ln Z) of the unmasked cells of row ``r`` at the rates ``mu_C``, by the
-    row kernels (:func:`lppf.conditional.mean_log_z_row`,
-    :func:`lppf.noise_conditional.mean_log_z_row`)."""
-    if kind == GEOMETRIC:
-        conditional.mean_log_z_row(r, Y, mu_C, code, mask, a, par, ints, flts, e_C, lz_C)
-    else:
-        noise_conditional.mean_log_z_row(r, Y, mu_C, code, mask, kind, par, var, lnorm, lr,
-                                         lc, ints, flts, e_C, lz_C)
 
 
 @njit(cache=True, inline="always")
@@ -217,44 +210,44 @@ def _usable(x1):
 
 
 @njit(cache=True, parallel=True)
-def _moves(X, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0, h, seeds, accepted,
-           E_RC, LZ_RC, cached):
+def _moves(X, F, Y, code, mask, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio, log_p, a0,
+           b0, h, seeds, accepted, E_RC, LZ_RC, S_RC, cached):
     """One MALA step on each row of ``X`` (R, K) given ``F`` (K, C), rows in chunks of
     ``CHUNK``, each chunk on the xoshiro stream of its seed; ``accepted`` (R,) gets 0 or 1.
-    ``cached``: the cells' (E[y], ln Z) at the present rates are read from ``E_RC``,
-    ``LZ_RC``; else those at the rates each row ends with are written there."""
+    ``cached``: the cells' (E[y], ln Z - ln S, S) at the present rates are read from
+    ``E_RC``, ``LZ_RC``, ``S_RC``; else those at the rates each row ends with are written
+    there."""
     R, K = X.shape
     C = F.shape[1]
+    tab = (Y, code, mask, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio, log_p, a0, b0)
     for chunk in prange(len(seeds)):
         rs = rng_state(seeds[chunk])
         spare = np.full(1, np.nan)
         g, s, g1, s1 = np.empty(K), np.empty(K), np.empty(K), np.empty(K)
         u1, x1 = np.empty(K), np.empty(K)
-        e0, lz0, e1, lz1 = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
-        mu_C = np.empty(C)
-        # scratch of the row kernels of lppf.conditional and lppf.noise_conditional
-        ints, flts = np.empty((4, MEAN_LANES), np.int64), np.empty((5, MEAN_LANES))
+        cells0, cells1 = np.empty((3, C)), np.empty((3, C))  # (E[y], ln Z - ln S, S)
+        mu_C, w_C, info_C = np.empty(C), np.empty(C), np.empty(C)
+        ints, flts = np.empty((6, C), np.int64), np.empty((5, C))  # of lppf.cells.row
+        work = (mu_C, w_C, info_C, ints, flts)
         for r in range(chunk * CHUNK, min((chunk + 1) * CHUNK, R)):
             x = X[r]
             if cached:
-                f = _target(r, x, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0,
-                            g, s, E_RC[r], LZ_RC[r], True, mu_C, ints, flts)
+                f = _target(r, x, F, *tab, g, s, E_RC[r], LZ_RC[r], S_RC[r], True, *work)
             else:
-                f = _target(r, x, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0,
-                            g, s, e0, lz0, False, mu_C, ints, flts)
+                f = _target(r, x, F, *tab, g, s, cells0[0], cells0[1], cells0[2], False, *work)
             forward = _propose(x, g, s, h, rs, spare, u1, x1)
             move = False
             if _usable(x1):
-                f1 = _target(r, x1, F, Y, mask, code, kind, a, par, var, lnorm, lr, lc, a0, b0,
-                             g1, s1, e1, lz1, False, mu_C, ints, flts)
+                f1 = _target(r, x1, F, *tab, g1, s1, cells1[0], cells1[1], cells1[2], False,
+                             *work)
                 move = (math.log(1.0 - uniform(rs))
                         < f1 - f + _reverse(x, u1, g1, s1, h) - forward)
             accepted[r] = 1.0 if move else 0.0
             if move:
                 X[r, :] = x1
             if not cached:
-                E_RC[r, :] = e1 if move else e0
-                LZ_RC[r, :] = lz1 if move else lz0
+                kept = cells1 if move else cells0
+                E_RC[r, :], LZ_RC[r, :], S_RC[r, :] = kept[0], kept[1], kept[2]
 
 
 # ---------------------------------------------------------------- community model
@@ -269,60 +262,70 @@ class CommunityMoves:
     def __init__(self, problem):
         Y = np.ascontiguousarray(problem.Ytil_VV, dtype=np.int64)
         t = tables(problem.mechanism, problem.alpha_VV, Y)
-        self.t, self.Y, self.obs = t, Y, np.ascontiguousarray(problem.obs_VV)
+        self.t = t
         self.a = np.exp(t.par) if t.kind == GEOMETRIC else np.zeros(0)
+        self.rows = (Y, np.ascontiguousarray(t.code), ~problem.obs_VV)  # actor i's cells ij
+        self.cols = tuple(np.ascontiguousarray(X.T) for X in self.rows)  # and ji
         self.fix_theta, self.fix_pi = problem.fix_theta, problem.fix_pi
 
     def __call__(self, Theta: np.ndarray, Pi: np.ndarray, a0: float, b0: float,
                  rng: np.random.Generator) -> tuple[float, float]:
         """One step on every actor's row of Theta in turn, then on Pi, in place (a factor
         held fixed is left alone); returns their acceptance rates (NaN when not moved)."""
-        t, rates = self.t, [math.nan, math.nan]
+        t, s, rates = self.t, self.t.series, [math.nan, math.nan]
         seed_theta, seed_pi = (int(x) for x in rng.integers(2**31, size=2))
-        tab = (self.Y, self.obs, t.code, t.kind, self.a, t.par, t.var, t.lnorm, t.lr, t.lc)
+        noise = (t.kind, self.a, t.par, t.var, t.lnorm, t.lr, t.lc, s.lo, s.coef, s.ratio,
+                 s.log_p)
         if not self.fix_theta:
             accepted = np.zeros(len(Theta))
-            _actor_moves(Theta, Pi, *tab, float(a0), float(b0), step(Theta.shape[1]),
-                         seed_theta, accepted)
+            _actor_moves(Theta, Pi, *self.rows, *self.cols, *noise, float(a0), float(b0),
+                         step(Theta.shape[1]), seed_theta, accepted)
             rates[0] = float(accepted.mean())
         if not self.fix_pi:
-            rates[1] = float(_pi_move(Theta, Pi, *tab, float(a0), float(b0), step(Pi.size),
-                                      seed_pi))
+            rates[1] = float(_pi_move(Theta, Pi, *self.rows, *noise, float(a0), float(b0),
+                                      step(Pi.size), seed_pi))
         return rates[0], rates[1]
 
 
 @njit(cache=True)
-def _actor_target(i, x, Q, R, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g, s):
-    """ln p(u | the others, y~) of actor ``i`` at theta_i = ``x``: its cells ij (rate
-    x . Q[j], Q = Theta Pi^T) and ji (x . R[j], R = Theta Pi); gradient into ``g``, proposal
-    scales into ``s``."""
+def _actor_target(i, x, Q, R, Y, code, held, Y_T, code_T, held_T, kind, a, par, var, lnorm, lr,
+                  lc, lo, coef, ratio, log_p, a0, b0, g, s, W, ints, flts):
+    """ln p(u | the others, y~) of actor ``i`` at theta_i = ``x``: its cells ij (rates
+    x . Q[j], Q = Theta Pi^T: row i of ``Y``) and ji (x . R[j], R = Theta Pi: row i of
+    ``Y_T``, Y transposed); ``held`` marks the cells without a count term. Gradient into
+    ``g``, proposal scales into ``s``. Scratch: ``W`` (2, 6, V), per side the rates, the
+    three values of :func:`lppf.cells.row`, the gradient factors and information; ``ints``,
+    ``flts`` those of :func:`lppf.cells.row`."""
     V, C = Q.shape
-    g[:] = 0.0
-    s[:] = 0.0
     out = 0.0
-    for j in range(V):
-        for side in range(2):
-            r, c = (i, j) if side == 0 else (j, i)
-            if not obs[r, c]:
-                continue
-            w_C = Q[j] if side == 0 else R[j]
+    for side in range(2):
+        F = Q if side == 0 else R
+        mu_C = W[side, 0]
+        for j in range(V):
             mu = 0.0
             for k in range(C):
-                mu += x[k] * w_C[k]
-            mu = max(mu, TINY_RATE)
-            p = at(code, r, c)
-            e, log_z = _cell(Y[r, c], mu, p, kind, a, par, var, lnorm, lr, lc)
-            ll, w, info = _weights(e, log_z, mu, p, var)
-            out += ll
-            for k in range(C):
-                g[k] += w_C[k] * w
-                s[k] += w_C[k] * w_C[k] * info
+                mu += x[k] * F[j, k]
+            mu_C[j] = max(mu, TINY_RATE)
+        where = (Y, code, held) if side == 0 else (Y_T, code_T, held_T)
+        cells.row(i, *where, mu_C, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio, log_p,
+                  W[side, 1], W[side, 2], W[side, 3], ints, flts)
+        out += _row_terms(i, where[1], where[2], var, mu_C, W[side, 1], W[side, 2], W[side, 3],
+                          W[side, 4], W[side, 5])
+    for k in range(C):
+        gk, sk = 0.0, 0.0
+        for side in range(2):
+            F = Q if side == 0 else R
+            for j in range(V):
+                f = F[j, k]
+                gk += f * W[side, 4, j]
+                sk += f * f * W[side, 5, j]
+        g[k], s[k] = gk, sk
     return _prior_terms(out, x, g, s, a0, b0)
 
 
 @njit(cache=True)
-def _actor_moves(Theta, Pi, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, h, seed,
-                 accepted):
+def _actor_moves(Theta, Pi, Y, code, held, Y_T, code_T, held_T, kind, a, par, var, lnorm, lr,
+                 lc, lo, coef, ratio, log_p, a0, b0, h, seed, accepted):
     """One MALA step on each actor's row of ``Theta`` (V, C) in turn, on the xoshiro stream
     of ``seed``; ``accepted`` (V,) gets 0 or 1."""
     V, C = Theta.shape
@@ -331,16 +334,17 @@ def _actor_moves(Theta, Pi, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, 
     spare = np.full(1, np.nan)
     g, s, g1, s1 = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
     u1, x1 = np.empty(C), np.empty(C)
+    W, ints, flts = np.empty((2, 6, V)), np.empty((6, V), np.int64), np.empty((5, V))
+    tab = (Y, code, held, Y_T, code_T, held_T, kind, a, par, var, lnorm, lr, lc, lo, coef,
+           ratio, log_p, a0, b0)
     for i in range(V):
         x = Theta[i].copy()
-        f = _actor_target(i, x, Q, R, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0,
-                          g, s)
+        f = _actor_target(i, x, Q, R, *tab, g, s, W, ints, flts)
         forward = _propose(x, g, s, h, rs, spare, u1, x1)
         accepted[i] = 0.0
         if not _usable(x1):
             continue
-        f1 = _actor_target(i, x1, Q, R, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0,
-                           b0, g1, s1)
+        f1 = _actor_target(i, x1, Q, R, *tab, g1, s1, W, ints, flts)
         if math.log(1.0 - uniform(rs)) < f1 - f + _reverse(x, u1, g1, s1, h) - forward:
             Theta[i, :] = x1
             Q[i, :] = Pi @ x1
@@ -349,36 +353,34 @@ def _actor_moves(Theta, Pi, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, 
 
 
 @njit(cache=True)
-def _pi_target(x, Theta, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g, s):
+def _pi_target(x, Theta, Y, code, held, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio,
+               log_p, a0, b0, g, s):
     """ln p(ln Pi | Theta, y~) at Pi = ``x`` (C * C, row-major); gradient into ``g``, proposal
-    scales into ``s``."""
+    scales into ``s``: with the cells' gradient factors W and information I (V, V; 0 where
+    held), g = Theta^T W Theta and s = (Theta o Theta)^T I (Theta o Theta), flattened."""
     V, C = Theta.shape
-    g[:] = 0.0
-    s[:] = 0.0
+    M = Theta @ (x.reshape(C, C) @ Theta.T)
+    W, info = np.empty((V, V)), np.empty((V, V))
+    values = np.empty((3, V))
+    ints, flts = np.empty((6, V), np.int64), np.empty((5, V))
     out = 0.0
     for i in range(V):
+        mu_C = M[i]
         for j in range(V):
-            if not obs[i, j]:
-                continue
-            mu = 0.0
-            for c in range(C):
-                for d in range(C):
-                    mu += x[c * C + d] * Theta[i, c] * Theta[j, d]
-            mu = max(mu, TINY_RATE)
-            p = at(code, i, j)
-            e, log_z = _cell(Y[i, j], mu, p, kind, a, par, var, lnorm, lr, lc)
-            ll, w, info = _weights(e, log_z, mu, p, var)
-            out += ll
-            for c in range(C):
-                for d in range(C):
-                    z = Theta[i, c] * Theta[j, d]
-                    g[c * C + d] += z * w
-                    s[c * C + d] += z * z * info
+            mu_C[j] = max(mu_C[j], TINY_RATE)
+        cells.row(i, Y, code, held, mu_C, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio,
+                  log_p, values[0], values[1], values[2], ints, flts)
+        out += _row_terms(i, code, held, var, mu_C, values[0], values[1], values[2], W[i],
+                          info[i])
+    T2 = Theta * Theta
+    g[:] = (Theta.T @ (W @ Theta)).ravel()
+    s[:] = (T2.T @ (info @ T2)).ravel()
     return _prior_terms(out, x, g, s, a0, b0)
 
 
 @njit(cache=True)
-def _pi_move(Theta, Pi, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, h, seed):
+def _pi_move(Theta, Pi, Y, code, held, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio, log_p,
+             a0, b0, h, seed):
     """One MALA step on ``Pi`` (C, C) in place, on the xoshiro stream of ``seed``; returns 1.0
     when accepted, else 0.0."""
     n = Pi.size
@@ -387,11 +389,12 @@ def _pi_move(Theta, Pi, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, 
     spare = np.full(1, np.nan)
     g, s, g1, s1 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     u1, x1 = np.empty(n), np.empty(n)
-    f = _pi_target(x, Theta, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g, s)
+    tab = (Y, code, held, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio, log_p, a0, b0)
+    f = _pi_target(x, Theta, *tab, g, s)
     forward = _propose(x, g, s, h, rs, spare, u1, x1)
     if not _usable(x1):
         return 0.0
-    f1 = _pi_target(x1, Theta, Y, obs, code, kind, a, par, var, lnorm, lr, lc, a0, b0, g1, s1)
+    f1 = _pi_target(x1, Theta, *tab, g1, s1)
     if math.log(1.0 - uniform(rs)) < f1 - f + _reverse(x, u1, g1, s1, h) - forward:
         Pi[:, :] = x1.reshape(Pi.shape)
         return 1.0
