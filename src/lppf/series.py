@@ -38,7 +38,7 @@ from lppf.noise_conditional import GEOMETRIC, log_noise, noise_ratio
 SHORT = 20  # terms of S for a mode of 0 (1 / 20! < 2^-61)
 LONG = 32  # terms of S for a mode above 0
 TAIL = 2.0**-56  # largest bound on the part of S left out by LONG terms
-T_MAX = 1024  # largest t of a table (cells above it walk)
+T_MAX = 1024  # largest |t| of a table (cells beyond it walk)
 ROWS_MAX = 2**15  # noise values x t rows of all tables together (beyond: fewer t)
 R_MIN = 1e-250  # smaller ratios p(t - 1) / p(t): the row is not used (NaN)
 
@@ -58,14 +58,16 @@ def build(kind: int, par: np.ndarray, lnorm: np.ndarray, lr: np.ndarray, lc: np.
           Ytil: np.ndarray) -> Series:
     """The :class:`Series` of the noise of :class:`lppf.noise_conditional.Tables` fields
     ``kind``, ``par``, ``lnorm``, ``lr``, ``lc`` for the t that the privatized counts ``Ytil``
-    take (at most ``T_MAX``, and ``ROWS_MAX`` rows in all)."""
+    take, within |t| <= ``T_MAX`` and, for ``ROWS_MAX`` rows in all, nearest 0."""
     n_values = len(par)
     if Ytil.size == 0 or n_values == 0:
         return Series(0, np.zeros((n_values, 0, 2, LONG)), np.zeros((n_values, 0)),
                       np.zeros((n_values, 0)))
-    lo = int(Ytil.min())
-    hi = min(int(Ytil.max()), T_MAX, lo + ROWS_MAX // n_values - 1)
-    lo = min(lo, hi)
+    lo, hi = max(int(Ytil.min()), -T_MAX), min(int(Ytil.max()), T_MAX)
+    lo, hi = min(lo, hi), max(lo, hi)
+    n_rows = ROWS_MAX // n_values
+    lo = max(lo, min(-(n_rows // 2), hi - n_rows + 1))
+    hi = min(hi, lo + n_rows - 1)
     coef = np.zeros((n_values, hi - lo + 1, 2, LONG))
     ratio = np.empty((n_values, hi - lo + 1))
     log_p = np.empty((n_values, hi - lo + 1))

@@ -9,10 +9,13 @@ Metropolis-adjusted Langevin step (MALA; Roberts and Tweedie 1996) on the exact 
 with y summed out. In log space, u_k = ln theta_dk,
 
     ln p(u | Phi, y~) = sum_v [ln Z_dv(mu_dv) - mu_dv] + sum_k [a0 u_k - b0 theta_dk] + const,
-    Z(mu) = sum_y mu^y / y! p_noise(y~ - y)          (:mod:`lppf.noise_conditional`),
+    Z(mu) = sum_y mu^y / y! p_noise(y~ - y)          (:mod:`lppf.cells`),
     d/du_k = theta_dk sum_v phi_kv (E[y_dv | y~_dv, mu_dv] / mu_dv - 1) + a0 - b0 theta_dk,
 
-summed over the observed cells (a noiseless cell is Poisson: Z = mu^y~ / y~!). The proposal
+summed over the observed cells (a noiseless cell is Poisson: Z = mu^y~ / y~!); each cell's
+E[y] and ln Z come from a closed form, the power series of :mod:`lppf.series` or the walk of
+its pmf (:func:`lppf.cells.row`), and the ln S of the series cells of a row are summed as
+one running product (:func:`lppf.series.add_log`). The proposal
 is ``u' = u + (h^2 / 2) s^2 g(u) + h s xi``, xi ~ N(0, I), h = :func:`step`, with the
 per-entry scale s_k = min(I_k^(-1/2), ``SD_MAX``) from an approximate Fisher information at u,
 ``I_k = theta_dk^2 sum_v phi_kv^2 / (mu_dv + var_dv) + a0 + b0 theta_dk`` (var_dv the noise
