@@ -63,8 +63,7 @@ def build(kind: int, par: np.ndarray, lnorm: np.ndarray, lr: np.ndarray, lc: np.
     if Ytil.size == 0 or n_values == 0:
         return Series(0, np.zeros((n_values, 0, 2, LONG)), np.zeros((n_values, 0)),
                       np.zeros((n_values, 0)))
-    lo, hi = max(int(Ytil.min()), -T_MAX), min(int(Ytil.max()), T_MAX)
-    lo, hi = min(lo, hi), max(lo, hi)
+    lo, hi = (min(max(int(t), -T_MAX), T_MAX) for t in (Ytil.min(), Ytil.max()))
     n_rows = ROWS_MAX // n_values
     lo = max(lo, min(-(n_rows // 2), hi - n_rows + 1))
     hi = min(hi, lo + n_rows - 1)
