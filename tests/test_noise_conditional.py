@@ -89,6 +89,26 @@ def test_skellam_beyond_its_table():
     assert chisquare_pvalue(draws, 0, brute("skellam", 2.0, t, mu)[0]) > 0.01
 
 
+def test_local_sums_cells_whose_series_are_huge():
+    """Nearly noiseless Skellam noise: S of 1e131 then 1e183 in one row, a finite sum."""
+    Y = np.array([[28, 28]])
+    T = nc.tables("skellam", np.array([[1e-6]]), Y)
+    S = np.array([[0.05, 3.5]])
+    _, _, total = cells.local(Y, T, S, np.zeros(Y.shape, bool))
+    want = sum(brute("skellam", 1e-6, 28, mu)[2] for mu in S[0])
+    assert total == pytest.approx(want, rel=1e-12)
+
+
+def test_skellam_normalizer_at_huge_noise():
+    """ln p(0) = ln(e^-x I_0(x)), x = 2 mu, stays finite past where ive(0, x) is NaN and
+    follows its expansion -ln(2 pi x) / 2 + 1 / (8 x)."""
+    for mu in (1e9, 1e10, 2.0**40):
+        x = 2.0 * mu
+        assert noise.skellam_log0(mu) == pytest.approx(
+            -0.5 * math.log(2 * math.pi * x) + 1 / (8 * x), rel=1e-12)
+    assert np.isfinite(nc.tables("skellam", np.array([[1e9]]), np.array([[3]])).lnorm).all()
+
+
 def test_local_sums_over_cells_and_keeps_noiseless_ones():
     Y = np.array([[3, -2, 0], [7, 1, 5]])
     param = np.array([[1.5], [0.0]])

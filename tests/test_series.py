@@ -107,3 +107,12 @@ def test_a_running_product_of_terms_gives_the_sum_of_their_logs():
     for v in s:
         total, prod = series.add_log(total, prod, v)
     assert total + math.log(prod) == pytest.approx(np.log(s).sum(), rel=1e-12)
+
+
+def test_a_running_product_keeps_terms_up_to_the_largest_s_finite():
+    """S reaches 1e214 under nearly noiseless noise: no product of two overflows."""
+    s = np.exp(np.random.default_rng(1).uniform(0.0, math.log(1e214), 5000))
+    total, prod = 0.0, 1.0
+    for v in s:
+        total, prod = series.add_log(total, prod, v)
+    assert total + math.log(prod) == pytest.approx(np.log(s).sum(), rel=1e-12)

@@ -65,7 +65,10 @@ def skellam_log0(mu: float) -> float:
     """ln p(0) = ln(e^(-2 mu) I_0(2 mu)) of Skellam noise."""
     from scipy import special
 
-    return float(np.log(special.ive(0, 2.0 * mu)))
+    x = 2.0 * mu
+    # ive(0, x) turns NaN near x = 1.1e9; i0e stays accurate there (and differs from ive in
+    # the last bit at about half of smaller x, so ive keeps its range)
+    return float(np.log(special.ive(0, x) if x < 1e9 else special.i0e(x)))
 
 
 def skellam_logpmf_table(mu: float, n: int) -> np.ndarray:

@@ -170,7 +170,11 @@ _PROD_MIN, _PROD_MAX = 1e-150, 1e150  # range of a running product of S
 @njit(cache=True, inline="always")
 def add_log(total, prod, s):
     """(total, prod) with S = ``s`` taken into the running product ``prod``, logged into
-    ``total`` once it leaves (_PROD_MIN, _PROD_MAX): the sum of ln S is total + ln prod."""
+    ``total`` once it leaves (_PROD_MIN, _PROD_MAX): the sum of ln S is total + ln prod.
+    An S of _PROD_MAX or more (32 terms reach 1e214 under nearly noiseless geometric or
+    Skellam noise) is logged alone, so the product stays below _PROD_MAX^2."""
+    if s >= _PROD_MAX:
+        return total + math.log(s), prod
     prod *= s
     if _PROD_MIN < prod < _PROD_MAX:
         return total, prod
