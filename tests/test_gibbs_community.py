@@ -11,6 +11,7 @@ from numba import njit
 from lppf._numba import threads
 from lppf.estimators import CommunityModel, PoissonMF
 from lppf.mcmc import community as cm
+from lppf.mcmc import marginal
 from lppf.mcmc.marginal import CommunityMoves
 from lppf.validation import FitData, InputError
 
@@ -115,6 +116,28 @@ def test_geweke_of_the_langevin_moves():
         z = geweke_z(forward("private-collapsed"), langevin_conditional, statistics,
                      n_forward=10_000, n_chains=300, n_steps=30, seed=1)
     assert_geweke(z, NAMES[:len(z)])
+
+
+def test_a_langevin_proposal_past_the_jump_bound_is_rejected_unevaluated():
+    """Skellam noise of 200 hides a row of counts 1000 from rates near 0.01: the drift
+    proposes Pi e^52, whose cells' pmfs (rates e^50 times the counts) took hours to walk;
+    the bound rejects it at once, and by a condition symmetric in u and u'."""
+    n = 12
+    Y = np.rint(np.random.default_rng(0).normal(0, 20, (n, n))).astype(np.int64)
+    Y[0, :] = Y[:, 0] = 1000
+    problem = type("Problem", (), dict(
+        Ytil_VV=Y, alpha_VV=np.full((n, n), 200.0), mechanism="skellam",
+        obs_VV=np.ones((n, n), bool), fix_theta=True, fix_pi=False))()
+    Theta, Pi = np.full((n, 1), 0.1), np.ones((1, 1))
+    Theta[0] = 1.0
+    rates = CommunityMoves(problem)(Theta, Pi, 0.1, 0.1, np.random.default_rng(0))
+    assert rates[1] == 0.0 and Pi[0, 0] == 1.0
+    x, x1 = np.array([1.0, 2.0]), np.array([1.0, 2.0 * np.exp(marginal.JUMP_MAX * 1.0001)])
+    u, u1 = np.log(x), np.log(x1)
+    assert marginal._usable(x, u, x.copy())
+    assert not marginal._usable(x, u1, x1) and not marginal._usable(x1, u, x)
+    x1[1] = 2.0 * np.exp(marginal.JUMP_MAX * 0.9999)
+    assert marginal._usable(x, np.log(x1), x1) and marginal._usable(x1, u, x)
 
 
 @pytest.mark.parametrize(("method", "a0", "fix", "sampler", "expected"), [

@@ -23,7 +23,8 @@ discrete Gaussian and Skellam noise the tables ``lr`` (P, 3, 2 J + 1): ln r_j (j
 with ``r_j = p(j + 1) / p(j)`` (``exp(-(2 j + 1) / (2 sigma^2))``, or ``I_(j+1)(x) / I_j(x)``),
 then p(k - 1) / p(k) and its inverse for k = -J .. J, and ``lc`` (P, J + 1) of the running
 sums of ln r_j (ln p(k) - ln p(0)); beyond J (sized by the largest |y~|) they come from the
-formula of r_j (for Skellam noise, its continued fraction); ``series`` the
+formula of r_j (for Skellam noise, its continued fraction; ln p(k) far past J, from the
+uniform expansion of ln I_|k|(x)); ``series`` the
 :class:`lppf.series.Series` of the noise for the privatized counts it was built for.
 ``code`` maps each cell (broadcast as alpha is: (1, 1), (n_rows, 1) or (n_rows, n_cols)) to
 its value, -1 for a noiseless cell (y = y~). The geometric kind computes what
@@ -39,6 +40,7 @@ import numpy as np
 from numba import njit, prange
 
 from lppf._numba import at, rng_state, uniform
+from lppf.distributions import log_bessel_i_nb
 from lppf.noise import bessel_ratio, dg_log_norm, skellam_log0, skellam_log_ratios, variance
 from lppf.validation import NOISE_PARAMS, InputError
 
@@ -48,6 +50,7 @@ TINY_MASS = 2.0**-53  # relative mass below which a walk stops
 TINY_RATE = 1e-300  # floor of the rate in mean_log_z (as lppf.conditional)
 WALK_CELLS = 256  # core masses a draw keeps on each side; wider cores: a full walk
 CORE_MASS = 2.0**-10  # relative mass where the core walk of a draw stops
+WALK_RATIOS = 64  # Skellam ln p(k) past the tables: steps summed before the expansion
 TABLE_MAX = 2**20  # longest table per value; beyond it, the formulas
 TABLE_CELLS_MAX = 2**24  # all tables together
 Y_MAX = 2.0**62  # guesses are capped here (rates this large are not counts)
@@ -151,7 +154,8 @@ def log_noise_ratio(kind, k, par, lr, p):
 
 @njit(cache=True)
 def log_noise(kind, k, par, lnorm, lr, lc, p):
-    """ln p(k), normalized."""
+    """ln p(k), normalized. Skellam noise beyond the table (|k| > J): the ratios r_j for
+    up to ``WALK_RATIOS`` steps, further ln I_|k|(x) - ln I_J(x) (uniform expansion, O(1))."""
     a = abs(k)
     if kind == GAUSSIAN:
         return lnorm - float(a) * a * par
@@ -161,9 +165,11 @@ def log_noise(kind, k, par, lnorm, lr, lc, p):
     if a < n:
         return lnorm + lc[p, a]
     v = lnorm + lc[p, n - 1]
-    for j in range(n - 1, a):
-        v += math.log(bessel_ratio(j, par))
-    return v
+    if a - n < WALK_RATIOS:
+        for j in range(n - 1, a):
+            v += math.log(bessel_ratio(j, par))
+        return v
+    return v + log_bessel_i_nb(float(a), par) - log_bessel_i_nb(n - 1.0, par)
 
 
 @njit(cache=True, inline="always")
