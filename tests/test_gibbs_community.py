@@ -118,6 +118,41 @@ def test_geweke_of_the_langevin_moves():
     assert_geweke(z, NAMES[:len(z)])
 
 
+@pytest.mark.parametrize("mechanism, level", [("geometric", 0.8), ("skellam", 30.0)])
+def test_the_cells_kept_over_the_actors_steps_are_those_of_the_factors_left(mechanism, level):
+    """The actors' steps read each actor's present cells from a cache and write back those of
+    an accepted step: after them it holds every observed cell at the factors they leave,
+    as a fresh evaluation gives it, and Pi's target read from it is the target computed."""
+    n, k = 30, 3
+    rng = np.random.default_rng(4)
+    Theta, Pi = rng.gamma(1.0, 1.0, (n, k)), rng.gamma(1.0, 1.0, (k, k))
+    Y = rng.poisson(Theta @ Pi @ Theta.T) + rng.integers(-6, 7, (n, n))
+    held = np.eye(n, dtype=bool) | (rng.random((n, n)) < 0.1)
+    problem = type("Problem", (), dict(
+        Ytil_VV=Y, alpha_VV=np.full((n, n), level), mechanism=mechanism, obs_VV=~held,
+        fix_theta=False, fix_pi=True))()
+    moves = CommunityMoves(problem)
+    t, series = moves.t, moves.t.series
+    noise = (t.kind, moves.a, t.par, t.var, t.lnorm, t.lr, t.lc, series.lo, series.coef,
+             series.ratio, series.log_p)
+    accepted, cache = np.zeros(n), np.empty((4, n, n))
+    marginal._actor_moves(Theta, Pi, *moves.rows, *moves.cols, *noise, 1.0, 1.0,
+                          marginal.step(k), 7, accepted, cache)
+    assert 0.2 < accepted.mean() < 1.0  # some rows moved, some did not
+    fresh = np.empty((4, n, n))
+    marginal._all_cells(Theta @ Pi @ Theta.T, *moves.rows, *noise, fresh)
+    obs = ~held
+    np.testing.assert_allclose(cache[:, obs], fresh[:, obs], rtol=1e-12, atol=1e-12)
+    g, s, g1, s1 = (np.empty(k * k) for _ in range(4))
+    pi = Pi.ravel().copy()
+    read = marginal._pi_target(pi, Theta, *moves.rows, *noise, 1.0, 1.0, g, s, cache, True)
+    computed = marginal._pi_target(pi, Theta, *moves.rows, *noise, 1.0, 1.0, g1, s1,
+                                   np.empty((4, n, n)), False)
+    assert read == pytest.approx(computed, rel=1e-12)
+    np.testing.assert_allclose(g, g1, rtol=1e-10)
+    np.testing.assert_allclose(s, s1, rtol=1e-10)
+
+
 def test_a_langevin_proposal_past_the_jump_bound_is_rejected_unevaluated():
     """Skellam noise of 200 hides a row of counts 1000 from rates near 0.01: the drift
     proposes Pi e^52 or so, whose cells' pmfs (rates e^50 times the counts) took minutes to
@@ -136,7 +171,7 @@ def test_a_langevin_proposal_past_the_jump_bound_is_rejected_unevaluated():
     g, scale = np.empty(1), np.empty(1)
     marginal._pi_target(Pi.ravel().copy(), Theta, *moves.rows, t.kind, moves.a, t.par, t.var,
                         t.lnorm, t.lr, t.lc, series.lo, series.coef, series.ratio,
-                        series.log_p, 0.1, 0.1, g, scale)
+                        series.log_p, 0.1, 0.1, g, scale, np.empty((4, n, n)), False)
     h = marginal.step(1)
     drift = 0.5 * h * h * scale[0] ** 2 * g[0]
     assert drift - marginal.JUMP_MAX > 10 * h * scale[0]  # every proposal past the bound

@@ -266,7 +266,13 @@ class CommunityMoves:
     """The moves of the community model (``lppf.mcmc.community.Problem`` of a
     ``private-collapsed`` fit): actors one after another, as the Gibbs sweep (theta_i and
     theta_j share the cells ij and ji), each row theta_i given the others and Pi, then Pi
-    given Theta as one block of C x C entries."""
+    given Theta as one block of C x C entries.
+
+    Each cell's (mu, E[y], ln Z - ln S, S) at the present factors is kept in a cache (4, V, V)
+    over a call: filled once before the actors' steps, it gives each actor's target at its
+    present row (the cells ij and ji of an accepted step are written back), and then Pi's at
+    the present Pi, so a call evaluates 4 V^2 cells where recomputing both ends of every step
+    took 6 V^2. (The diagonal is always held out: a cell ii would be quadratic in theta_i.)"""
 
     def __init__(self, problem):
         Y = np.ascontiguousarray(problem.Ytil_VV, dtype=np.int64)
@@ -285,41 +291,62 @@ class CommunityMoves:
         seed_theta, seed_pi = (int(x) for x in rng.integers(2**31, size=2))
         noise = (t.kind, self.a, t.par, t.var, t.lnorm, t.lr, t.lc, s.lo, s.coef, s.ratio,
                  s.log_p)
+        cache = np.empty((4, len(Theta), len(Theta)))  # see the class docstring
         if not self.fix_theta:
             accepted = np.zeros(len(Theta))
             _actor_moves(Theta, Pi, *self.rows, *self.cols, *noise, float(a0), float(b0),
-                         step(Theta.shape[1]), seed_theta, accepted)
+                         step(Theta.shape[1]), seed_theta, accepted, cache)
             rates[0] = float(accepted.mean())
         if not self.fix_pi:
             rates[1] = float(_pi_move(Theta, Pi, *self.rows, *noise, float(a0), float(b0),
-                                      step(Pi.size), seed_pi))
+                                      step(Pi.size), seed_pi, cache, not self.fix_theta))
         return rates[0], rates[1]
 
 
 @njit(cache=True)
+def _all_cells(M, Y, code, held, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio, log_p,
+               cache):
+    """Every cell's (mu, E[y], ln Z - ln S, S) at the rates ``M`` (V, V) into ``cache``
+    (4, V, V; held cells: garbage)."""
+    V = M.shape[0]
+    ints, flts = np.empty((6, V), np.int64), np.empty((5, V))
+    for i in range(V):
+        for j in range(V):
+            cache[0, i, j] = max(M[i, j], TINY_RATE)
+        cells.row(i, Y, code, held, cache[0, i], kind, a, par, var, lnorm, lr, lc, lo, coef,
+                  ratio, log_p, cache[1, i], cache[2, i], cache[3, i], ints, flts)
+
+
+@njit(cache=True)
 def _actor_target(i, x, Q, R, Y, code, held, Y_T, code_T, held_T, kind, a, par, var, lnorm, lr,
-                  lc, lo, coef, ratio, log_p, a0, b0, g, s, W, ints, flts):
+                  lc, lo, coef, ratio, log_p, a0, b0, g, s, W, ints, flts, cache, cached):
     """ln p(u | the others, y~) of actor ``i`` at theta_i = ``x``: its cells ij (rates
     x . Q[j], Q = Theta Pi^T: row i of ``Y``) and ji (x . R[j], R = Theta Pi: row i of
     ``Y_T``, Y transposed); ``held`` marks the cells without a count term. Gradient into
-    ``g``, proposal scales into ``s``. Scratch: ``W`` (2, 6, V), per side the rates, the
-    three values of :func:`lppf.cells.row`, the gradient factors and information; ``ints``,
-    ``flts`` those of :func:`lppf.cells.row`."""
+    ``g``, proposal scales into ``s``. ``W`` (2, 6, V) gets per side the cells' rates, the
+    three values of :func:`lppf.cells.row` (read from row and column i of ``cache`` when
+    ``cached``, for x the present row), the gradient factors and information; ``ints``,
+    ``flts`` are the scratch of :func:`lppf.cells.row`."""
     V, C = Q.shape
     out = 0.0
     for side in range(2):
-        F = Q if side == 0 else R
-        mu_C = W[side, 0]
-        for j in range(V):
-            mu = 0.0
-            for k in range(C):
-                mu += x[k] * F[j, k]
-            mu_C[j] = max(mu, TINY_RATE)
         where = (Y, code, held) if side == 0 else (Y_T, code_T, held_T)
-        cells.row(i, *where, mu_C, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio, log_p,
-                  W[side, 1], W[side, 2], W[side, 3], ints, flts)
-        out += _row_terms(i, where[1], where[2], var, mu_C, W[side, 1], W[side, 2], W[side, 3],
-                          W[side, 4], W[side, 5])
+        if cached:
+            for q in range(4):
+                for j in range(V):
+                    W[side, q, j] = cache[q, i, j] if side == 0 else cache[q, j, i]
+        else:
+            F = Q if side == 0 else R
+            mu_C = W[side, 0]
+            for j in range(V):
+                mu = 0.0
+                for k in range(C):
+                    mu += x[k] * F[j, k]
+                mu_C[j] = max(mu, TINY_RATE)
+            cells.row(i, *where, mu_C, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio, log_p,
+                      W[side, 1], W[side, 2], W[side, 3], ints, flts)
+        out += _row_terms(i, where[1], where[2], var, W[side, 0], W[side, 1], W[side, 2],
+                          W[side, 3], W[side, 4], W[side, 5])
     for k in range(C):
         gk, sk = 0.0, 0.0
         for side in range(2):
@@ -334,53 +361,56 @@ def _actor_target(i, x, Q, R, Y, code, held, Y_T, code_T, held_T, kind, a, par, 
 
 @njit(cache=True)
 def _actor_moves(Theta, Pi, Y, code, held, Y_T, code_T, held_T, kind, a, par, var, lnorm, lr,
-                 lc, lo, coef, ratio, log_p, a0, b0, h, seed, accepted):
+                 lc, lo, coef, ratio, log_p, a0, b0, h, seed, accepted, cache):
     """One MALA step on each actor's row of ``Theta`` (V, C) in turn, on the xoshiro stream
-    of ``seed``; ``accepted`` (V,) gets 0 or 1."""
+    of ``seed``; ``accepted`` (V,) gets 0 or 1, ``cache`` (4, V, V) the cells at the
+    factors left (:func:`_all_cells`)."""
     V, C = Theta.shape
     Q, R = Theta @ Pi.T, Theta @ Pi
+    noise = (kind, a, par, var, lnorm, lr, lc, lo, coef, ratio, log_p)
+    _all_cells(Theta @ Q.T, Y, code, held, *noise, cache)
     rs = rng_state(seed)
     spare = np.full(1, np.nan)
     g, s, g1, s1 = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
     u1, x1 = np.empty(C), np.empty(C)
     W, ints, flts = np.empty((2, 6, V)), np.empty((6, V), np.int64), np.empty((5, V))
-    tab = (Y, code, held, Y_T, code_T, held_T, kind, a, par, var, lnorm, lr, lc, lo, coef,
-           ratio, log_p, a0, b0)
+    tab = (Y, code, held, Y_T, code_T, held_T, *noise, a0, b0)
     for i in range(V):
         x = Theta[i].copy()
-        f = _actor_target(i, x, Q, R, *tab, g, s, W, ints, flts)
+        f = _actor_target(i, x, Q, R, *tab, g, s, W, ints, flts, cache, True)
         forward = _propose(x, g, s, h, rs, spare, u1, x1)
         accepted[i] = 0.0
         if not _usable(x, u1, x1):
             continue
-        f1 = _actor_target(i, x1, Q, R, *tab, g1, s1, W, ints, flts)
+        f1 = _actor_target(i, x1, Q, R, *tab, g1, s1, W, ints, flts, cache, False)
         if math.log(1.0 - uniform(rs)) < f1 - f + _reverse(x, u1, g1, s1, h) - forward:
             Theta[i, :] = x1
             Q[i, :] = Pi @ x1
             R[i, :] = Pi.T @ x1
             accepted[i] = 1.0
+            for q in range(4):
+                for j in range(V):
+                    cache[q, i, j] = W[0, q, j]
+                    cache[q, j, i] = W[1, q, j]
 
 
 @njit(cache=True)
 def _pi_target(x, Theta, Y, code, held, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio,
-               log_p, a0, b0, g, s):
+               log_p, a0, b0, g, s, cache, cached):
     """ln p(ln Pi | Theta, y~) at Pi = ``x`` (C * C, row-major); gradient into ``g``, proposal
     scales into ``s``: with the cells' gradient factors W and information I (V, V; 0 where
-    held), g = Theta^T W Theta and s = (Theta o Theta)^T I (Theta o Theta), flattened."""
+    held), g = Theta^T W Theta and s = (Theta o Theta)^T I (Theta o Theta), flattened. The
+    cells (:func:`_all_cells`) are read from ``cache`` when ``cached`` (x the present Pi),
+    else computed there."""
     V, C = Theta.shape
-    M = Theta @ (x.reshape(C, C) @ Theta.T)
+    if not cached:
+        _all_cells(Theta @ (x.reshape(C, C) @ Theta.T), Y, code, held, kind, a, par, var, lnorm,
+                   lr, lc, lo, coef, ratio, log_p, cache)
     W, info = np.empty((V, V)), np.empty((V, V))
-    values = np.empty((3, V))
-    ints, flts = np.empty((6, V), np.int64), np.empty((5, V))
     out = 0.0
     for i in range(V):
-        mu_C = M[i]
-        for j in range(V):
-            mu_C[j] = max(mu_C[j], TINY_RATE)
-        cells.row(i, Y, code, held, mu_C, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio,
-                  log_p, values[0], values[1], values[2], ints, flts)
-        out += _row_terms(i, code, held, var, mu_C, values[0], values[1], values[2], W[i],
-                          info[i])
+        out += _row_terms(i, code, held, var, cache[0, i], cache[1, i], cache[2, i],
+                          cache[3, i], W[i], info[i])
     T2 = Theta * Theta
     g[:] = (Theta.T @ (W @ Theta)).ravel()
     s[:] = (T2.T @ (info @ T2)).ravel()
@@ -389,9 +419,10 @@ def _pi_target(x, Theta, Y, code, held, kind, a, par, var, lnorm, lr, lc, lo, co
 
 @njit(cache=True)
 def _pi_move(Theta, Pi, Y, code, held, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio, log_p,
-             a0, b0, h, seed):
+             a0, b0, h, seed, cache, cached):
     """One MALA step on ``Pi`` (C, C) in place, on the xoshiro stream of ``seed``; returns 1.0
-    when accepted, else 0.0."""
+    when accepted, else 0.0. ``cache``: the cells at the present factors when ``cached``
+    (:func:`_actor_moves`), else scratch."""
     n = Pi.size
     x = Pi.ravel().copy()
     rs = rng_state(seed)
@@ -399,11 +430,11 @@ def _pi_move(Theta, Pi, Y, code, held, kind, a, par, var, lnorm, lr, lc, lo, coe
     g, s, g1, s1 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     u1, x1 = np.empty(n), np.empty(n)
     tab = (Y, code, held, kind, a, par, var, lnorm, lr, lc, lo, coef, ratio, log_p, a0, b0)
-    f = _pi_target(x, Theta, *tab, g, s)
+    f = _pi_target(x, Theta, *tab, g, s, cache, cached)
     forward = _propose(x, g, s, h, rs, spare, u1, x1)
     if not _usable(x, u1, x1):
         return 0.0
-    f1 = _pi_target(x1, Theta, *tab, g1, s1)
+    f1 = _pi_target(x1, Theta, *tab, g1, s1, cache, False)
     if math.log(1.0 - uniform(rs)) < f1 - f + _reverse(x, u1, g1, s1, h) - forward:
         Pi[:, :] = x1.reshape(Pi.shape)
         return 1.0
