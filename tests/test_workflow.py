@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# config/paper.yaml's dry run (a minute) is docs/cluster.md's, run by tests/test_docs.py
+# config/paper.yaml's dry run (under a minute) is docs/cluster.md's, run by tests/test_docs.py
 CONFIGS = ["config/config.yaml", ".test/config/config.yaml", "config/design.yaml"]
 TEST_CONFIG = str(ROOT / ".test/config/config.yaml")
 pytestmark = pytest.mark.workflow

@@ -100,6 +100,7 @@ def gamma_posterior(counts: np.ndarray, a0: float, rate: np.ndarray, b0: float, 
     (n, m) integers and ``rate`` (n, m), (1, m) or (n, 1): the numbers of
     ``np.maximum(gamma_draws(a0 + counts, 1 / (b0 + rate), rng), floor)`` to the bit, without
     its temporaries (they cost more than the draws of a small fit's sweep)."""
+    counts = np.ascontiguousarray(counts)  # one compiled layout
     seeds = chunk_seeds(rng, counts.size, GAMMA_CHUNK)
     out = np.empty(counts.shape)
     with at_most(len(seeds)):

@@ -19,6 +19,7 @@ A parameter array is judged by its weakest cell (smallest alpha, sigma or mu > 0
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -51,35 +52,40 @@ def _delta(delta) -> float:
     return delta
 
 
-def _dg_tail(sigma: float, c: np.ndarray) -> np.ndarray:
-    """P[Z > c] for Z discrete Gaussian(sigma), c an array (exact sums; Gaussian tails
-    beyond the direct range, where the two agree to rounding)."""
+def _dg_tails(sigma: float):
+    """c -> P[Z > c] (c an array) for Z discrete Gaussian(sigma): exact sums over a table
+    built once for sigma, Gaussian tails beyond the direct range (where the two agree to
+    rounding)."""
     from scipy import special
 
     if sigma >= DG_DIRECT * 64:
-        return special.ndtr(-(np.floor(c) + 0.5) / sigma)
+        return lambda c: special.ndtr(-(np.floor(c) + 0.5) / sigma)
     k = np.arange(-math.ceil(DG_WIDTH * sigma) - 2, math.ceil(DG_WIDTH * sigma) + 3)
     p = np.exp(-k * k / (2.0 * sigma * sigma) - dg_log_norm(sigma))
     tail = np.concatenate((np.cumsum(p[::-1])[::-1], [0.0]))  # P[Z >= k[i]]
-    first = np.clip(np.floor(c).astype(np.int64) + 1 - k[0], 0, k.size)
-    return tail[first]
+    return lambda c: tail[np.clip(np.floor(c).astype(np.int64) + 1 - k[0], 0, k.size)]
+
+
+def _dg_delta(tails, sigma: float, epsilon: float, precision: float) -> float:
+    a = epsilon * sigma * sigma / precision
+    lo, hi = tails(np.array([a - precision / 2.0, a + precision / 2.0]))
+    return float(max(lo - math.exp(epsilon) * hi, 0.0))
 
 
 def dg_delta(sigma: float, epsilon: float, precision: float) -> float:
     """The tight delta of the discrete Gaussian at epsilon (CKS 2020, Theorem 7)."""
-    a = epsilon * sigma * sigma / precision
-    lo, hi = _dg_tail(sigma, np.array([a - precision / 2.0, a + precision / 2.0]))
-    return float(max(lo - math.exp(epsilon) * hi, 0.0))
+    return _dg_delta(_dg_tails(sigma), sigma, epsilon, precision)
 
 
 def dg_epsilon(sigma: float, delta: float, precision: float) -> float:
     """The smallest epsilon with :func:`dg_delta` <= delta (bisection)."""
+    tails = _dg_tails(sigma)
     lo, hi = 0.0, 1.0
-    while dg_delta(sigma, hi, precision) > delta:
+    while _dg_delta(tails, sigma, hi, precision) > delta:
         lo, hi = hi, 2.0 * hi
     for _ in range(_BISECT):
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if dg_delta(sigma, mid, precision) > delta else (lo, mid)
+        lo, hi = (mid, hi) if _dg_delta(tails, sigma, mid, precision) > delta else (lo, mid)
     return hi
 
 
@@ -153,7 +159,12 @@ def matched_param(mechanism: str, epsilon, delta=None, precision=1.0) -> float:
     n = _positive(precision, "precision")
     if mechanism == "geometric":
         return math.exp(-eps / n)
-    delta = _delta(delta)
+    return _matched_param(mechanism, eps, _delta(delta), n)
+
+
+@functools.lru_cache(maxsize=256)
+def _matched_param(mechanism: str, eps: float, delta: float, n: float) -> float:
+    """:func:`matched_param` of checked floats (a workflow plans many jobs on one grid)."""
     if mechanism == "discrete-gaussian":
         def eps_of(p):
             return dg_epsilon(p, delta, n)

@@ -121,7 +121,7 @@ def make_problem(data: FitData, method: str, a0: float, b0: float) -> Problem:
     Y = np.asarray(data.Y)
     V = Y.shape[0]
     alpha = np.ascontiguousarray(np.broadcast_to(np.asarray(data.alpha, float), (V, V)))
-    Y = Y.astype(np.int32)  # the dtype lppf.mcmc.counts is compiled for in the PMF sampler too
+    Y = Y.astype(np.int64)  # the dtypes lppf.mcmc.counts is compiled for in the PMF sampler too
     held = np.array(data.mask, dtype=bool, copy=True)
     np.fill_diagonal(held, True)
     if method == "naive":

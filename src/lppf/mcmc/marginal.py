@@ -103,9 +103,10 @@ class Moves:
             rates[0] = self._move_rows(Theta, Phi, self.rows, cache, False, a0, b0, rng)
         if "phi" not in self.fix:
             Phi_T = np.ascontiguousarray(Phi.T)
+            # a C-ordered copy: the kernel is compiled for one layout
+            cache_T = np.ascontiguousarray(cache.transpose(0, 2, 1))
             rates[1] = self._move_rows(Phi_T, np.ascontiguousarray(Theta.T), self.cols,
-                                       cache.transpose(0, 2, 1), "theta" not in self.fix, a0,
-                                       b0, rng)
+                                       cache_T, "theta" not in self.fix, a0, b0, rng)
             Phi[...] = Phi_T.T
         return rates[0], rates[1]
 

@@ -222,8 +222,9 @@ def allocate_sparse(indptr, indices, counts, Theta_DK, Phi_VK, seeds, Y_DK, Y_TV
 @dataclass
 class State:
     """The sampler's state. ``Y`` (D, V) int32 are the current true counts (private methods)
-    or the fixed counts; ``lam_plus``/``lam_minus`` (D, V) only for ``private``; ``csr`` holds
-    the (indptr, indices, counts) of the observed non-zero cells of fixed counts."""
+    or the fixed counts, ``Ytil`` (D, V) int64 the observed ones; ``lam_plus``/``lam_minus``
+    (D, V) only for ``private``; ``csr`` holds the (indptr, indices, counts) of the observed
+    non-zero cells of fixed counts."""
 
     method: str
     Theta: np.ndarray
@@ -248,7 +249,7 @@ def make_state(data: FitData, method: str, Theta: np.ndarray, Phi: np.ndarray,
                Y: np.ndarray | None = None, lam: tuple[np.ndarray, np.ndarray] | None = None,
                ) -> State:
     """Assemble a state; the true counts default to ``max(y~, 0)`` and lam+- to their prior
-    mean alpha / (1 - alpha) for ``private``. Counts are stored as int32."""
+    mean alpha / (1 - alpha) for ``private``. True counts are stored as int32."""
     if data.Y.size and np.abs(data.Y).max() >= 2**31:
         raise ValueError("counts must be below 2**31")
     if method in ("naive", "nonprivate"):
@@ -257,7 +258,7 @@ def make_state(data: FitData, method: str, Theta: np.ndarray, Phi: np.ndarray,
         return State(method, Theta, Phi, Yfix, csr=observed_csr(Yfix, data.mask))
     if Y is None:
         Y = np.where(data.mask, 0, np.maximum(data.Y, 0)).astype(np.int32)
-    state = State(method, Theta, Phi, Y, Ytil=data.Y.astype(np.int32), noise=fit_tables(data))
+    state = State(method, Theta, Phi, Y, Ytil=data.Y.astype(np.int64), noise=fit_tables(data))
     if method == "private":
         if lam is None:
             mean = np.broadcast_to(data.alpha / (1.0 - data.alpha), data.Y.shape)
