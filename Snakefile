@@ -4,7 +4,12 @@
 # the configs in config/ and .test/ set every key it sets, so they mean the same alone.
 from snakemake.utils import min_version
 
+from lppf._scheduler import coalesce_reevaluation
+
 min_version("8.0")
+# one pending wake-up of the job scheduler instead of one more per finished job
+# (docs/workflow.md, "Running time")
+coalesce_reevaluation()
 
 
 configfile: "config/config.yaml"
