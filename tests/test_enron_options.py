@@ -1,5 +1,5 @@
-"""Options of ``lppf enron``: the network's --top-actors cut and the download's verification
-notice."""
+"""Options of ``lppf enron``: the network's --top-actors cut, the notice of a document-term
+matrix smaller than asked for and the download's verification notice."""
 
 import hashlib
 from pathlib import Path
@@ -48,6 +48,23 @@ def test_cli_top_actors_sets_the_size_and_refuses_zero(maildir, tmp_path, capsys
                  "--top-actors", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--top-actors" in err[0] and not (tmp_path / "b.npz").exists()
+
+
+def test_docterm_says_in_one_line_when_the_source_has_fewer_documents(maildir, tmp_path,
+                                                                     capsys):
+    out = tmp_path / "dt.npz"
+    assert main(["enron", "docterm", str(maildir), str(out), "--n-docs", "10000",
+                 "--n-words", "40", "--min-tokens", "5", "--quiet"]) == 0
+    with np.load(out) as data:
+        D, V = data["Y"].shape
+    err = capsys.readouterr().err.strip().splitlines()
+    assert V == 40 and D < 10000
+    assert len(err) == 1 and f"only {D} documents" in err[0] and "--n-docs 10000" in err[0]
+    assert main(["enron", "docterm", str(maildir), str(tmp_path / "b.npz"), "--n-docs", "20",
+                 "--n-words", "40", "--min-tokens", "5", "--quiet"]) == 0
+    with np.load(tmp_path / "b.npz") as data:
+        assert data["Y"].shape == (20, 40)
+    assert capsys.readouterr().err == ""  # all it asked for: no notice
 
 
 def test_download_without_a_checksum_says_in_one_line_that_it_is_unverified(tmp_path, capsys,

@@ -96,6 +96,13 @@ def run_docterm(args: argparse.Namespace) -> int:
     if Y_DV.size == 0:
         raise InputError(f"{args.source}: no document is left after the vocabulary "
                          f"(D x V = {Y_DV.shape[0]} x {Y_DV.shape[1]})")
+    if Y_DV.shape[0] < args.n_docs or Y_DV.shape[1] < args.n_words:
+        print(f"{args.output}: only {Y_DV.shape[0]} documents x {Y_DV.shape[1]} words "
+              f"(--n-docs {args.n_docs}, --n-words {args.n_words}): {args.source} has "
+              f"{summary[f'documents with >= {args.min_tokens} tokens']} authored emails "
+              f"with >= {args.min_tokens} tokens, of which "
+              f"{summary['dropped: empty after vocabulary']} sampled were left empty by the "
+              "vocabulary", file=sys.stderr)
     write_files([(f"{stem}.vocab.txt", text_writer("".join(f"{w}\n" for w in vocab))),
                  (f"{stem}.documents.csv", text_writer(documents.to_csv(index=False))),
                  (f"{stem}.summary.csv", text_writer(_summary_csv(corpus.summary, summary))),
