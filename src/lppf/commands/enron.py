@@ -83,7 +83,7 @@ def _addresses(actors) -> np.ndarray:
 
 def run_docterm(args: argparse.Namespace) -> int:
     try:
-        from lppf.enron.docterm import build_docterm
+        from lppf.enron.docterm import EMPTIED, LONG_DOCUMENTS, build_docterm
     except ImportError as exc:
         raise InputError(f"enron docterm needs gensim and nltk ({exc}): "
                          "pip install 'lppf[enron]'") from None
@@ -99,10 +99,9 @@ def run_docterm(args: argparse.Namespace) -> int:
     if Y_DV.shape[0] < args.n_docs or Y_DV.shape[1] < args.n_words:
         print(f"{args.output}: only {Y_DV.shape[0]} documents x {Y_DV.shape[1]} words "
               f"(--n-docs {args.n_docs}, --n-words {args.n_words}): {args.source} has "
-              f"{summary[f'documents with >= {args.min_tokens} tokens']} authored emails "
-              f"with >= {args.min_tokens} tokens, of which "
-              f"{summary['dropped: empty after vocabulary']} sampled were left empty by the "
-              "vocabulary", file=sys.stderr)
+              f"{summary[LONG_DOCUMENTS.format(args.min_tokens)]} authored emails "
+              f"with >= {args.min_tokens} tokens, of which {summary[EMPTIED]} sampled were "
+              "left empty by the vocabulary", file=sys.stderr)
     write_files([(f"{stem}.vocab.txt", text_writer("".join(f"{w}\n" for w in vocab))),
                  (f"{stem}.documents.csv", text_writer(documents.to_csv(index=False))),
                  (f"{stem}.summary.csv", text_writer(_summary_csv(corpus.summary, summary))),

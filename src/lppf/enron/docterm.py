@@ -41,6 +41,9 @@ CUT_PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in (
 LOTUS_DATE_LINE = re.compile(r"^\s*\d{1,2}/\d{1,2}/\d{2,4}\s+\d{1,2}:\d\d(:\d\d)?\s*([ap]m)?\s*$",
                              re.IGNORECASE)
 _TOKENIZER = RegexpTokenizer(r"[a-z]+")
+# summary rows that `lppf enron docterm` reads back for its notice of a short matrix
+LONG_DOCUMENTS = "documents with >= {} tokens"
+EMPTIED = "dropped: empty after vocabulary"
 
 
 def authored_text(body: str) -> str:
@@ -93,7 +96,7 @@ def build_docterm(emails: list[Email], n_docs: int = 1000, n_words: int = 1400,
     summary["authored emails"] = len(docs)
     tokens = [tokenize(authored_text(m.body)) for m in docs]
     long = [i for i, t in enumerate(tokens) if len(t) >= min_tokens]
-    summary[f"documents with >= {min_tokens} tokens"] = len(long)
+    summary[LONG_DOCUMENTS.format(min_tokens)] = len(long)
     if not long:
         raise InputError(f"no authored email has >= {min_tokens} tokens")
     rng = np.random.default_rng(seed)
@@ -104,7 +107,7 @@ def build_docterm(emails: list[Email], n_docs: int = 1000, n_words: int = 1400,
     bows = [vocab.doc2bow(tokens[i]) for i in picked]
     nonempty = [j for j, bow in enumerate(bows) if bow]
     summary["sampled documents"] = len(picked)
-    summary["dropped: empty after vocabulary"] = len(picked) - len(nonempty)
+    summary[EMPTIED] = len(picked) - len(nonempty)
     Y_DV = np.zeros((len(nonempty), len(vocab)), dtype=np.int64)
     for row, j in enumerate(nonempty):
         cols, counts = zip(*bows[j], strict=True)
