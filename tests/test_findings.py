@@ -115,3 +115,18 @@ def test_markdown_section_and_tables_without_a_mechanism_experiment():
     assert text.count("\n| M1: ") == len(card)
     other = table(geometric_best).drop(columns=["mechanism"])
     assert findings.scorecard(other).empty and findings.markdown(findings.scorecard(other)) == ""
+
+
+def test_chains_column_counts_a_row_whose_direction_flips_in_a_chain_as_not_pass():
+    fits = table(geometric_best)
+    for c in range(2):
+        fits[f"kl_chain{c}"] = fits["kl"]
+    # in chain 1 the skellam's private fits are the best everywhere: the order the pooled
+    # means give (geometric first) is not that chain's
+    skellam = (fits["mechanism"] == "skellam") & (fits["method"] == "private-collapsed")
+    fits.loc[skellam, "kl_chain1"] = fits.loc[skellam, "kl"] - 1.5
+    card = findings.scorecard(fits).set_index(["claim", "compared"])["chains"]
+    order = "M1: at matched (epsilon, delta), geometric gives lower kl than skellam"
+    assert set(card.loc[order]) == {"1 of 2"}
+    below = "M1: private-collapsed kl below naive under skellam (matched (epsilon, delta))"
+    assert set(card.loc[below]) == {"2 of 2"}

@@ -322,3 +322,73 @@ def test_cavi_fit_reports_the_spread_of_its_restarts():
     fit = {"mu_hat": truth["mu"], "extra_objective": np.array([-30.0, -17.5, -20.0])}
     assert metrics.evaluate_fit("pmf", fit, truth)["objective_spread"] == 12.5
     assert "objective_spread" not in metrics.evaluate_fit("pmf", {"mu_hat": truth["mu"]}, truth)
+
+
+def _two_modes(model, rng, S=5):
+    """A fit of 2 chains whose samples sit at two different rates: chain 0 at the truth's
+    factors, chain 1 at factors twice as large."""
+    if model == "pmf":
+        truth = synthetic.pmf_truth(rng, 12, 15, 2, 1.0, 1.0)
+        names, factors = ("theta", "phi"), (truth["theta"], truth["phi"])
+    else:
+        theta, pi = rng.gamma(1.0, 1.0, (10, 2)), rng.gamma(1.0, 1.0, (2, 2))
+        mu = theta @ pi @ theta.T
+        truth, names, factors = {"Y": rng.poisson(mu), "mu": mu}, ("theta", "pi"), (theta, pi)
+    jitter = [rng.uniform(0.9, 1.1, (2 * S, *f.shape)) for f in factors]
+    samples = {f"{n}_samples": np.concatenate([f * j[:S], 2.0 * f * j[S:]])
+               for n, f, j in zip(names, factors, jitter, strict=True)}
+    fit = {**samples, "log_joint": rng.normal(size=2 * S), "extra_n_chains": np.int64(2)}
+    fit["mu_hat"] = metrics.mean_rate(model, {n: samples[f"{n}_samples"] for n in names})
+    return fit, truth
+
+
+@pytest.mark.parametrize("model", ["pmf", "community"])
+def test_each_chain_alone_gets_its_own_rates_and_metrics(model):
+    fit, truth = _two_modes(model, np.random.default_rng(4))
+    names = ("theta", "phi") if model == "pmf" else ("theta", "pi")
+    views = [metrics.chain_view(model, fit, c, 2) for c in range(2)]
+    for c, view in enumerate(views):
+        run = slice(5 * c, 5 * (c + 1))
+        rates = [fit["theta_samples"][s] @ fit[f"{names[1]}_samples"][s]
+                 for s in range(run.start, run.stop)]
+        if model == "community":
+            rates = [r @ t.T for r, t in zip(rates, fit["theta_samples"][run], strict=True)]
+        expected = np.mean(rates, axis=0)
+        np.testing.assert_allclose(view["mu_hat"], expected, rtol=1e-12)
+        np.testing.assert_array_equal(view["log_joint"], fit["log_joint"][run])
+    np.testing.assert_allclose((views[0]["mu_hat"] + views[1]["mu_hat"]) / 2, fit["mu_hat"],
+                               rtol=1e-12)
+    out = metrics.chain_metrics(model, fit, truth)
+    pooled = metrics.evaluate_fit(model, fit, truth)
+    # chain 1's rates are twice the truth's: far worse than chain 0's, and than the pool's
+    assert out["kl_chain0"] < pooled["kl"] < out["kl_chain1"]
+    assert out["mae_mu_chain0"] < out["mae_mu_chain1"]
+    scored = ("mae_y", "mae_mu", "kl") + (("topic_l1",) if model == "pmf" else ())
+    assert {metrics.chain_key(m, c) for m in scored for c in (0, 1)} == set(out)
+
+
+def test_chain_metrics_need_several_chains_and_samples():
+    fit, truth = _two_modes("pmf", np.random.default_rng(5))
+    assert metrics.chain_metrics("pmf", {**fit, "extra_n_chains": np.int64(1)}, truth) == {}
+    cavi = {"mu_hat": fit["mu_hat"], "extra_n_chains": np.int64(2)}
+    assert metrics.chain_metrics("pmf", cavi, truth) == {}
+    held = metrics.chain_metrics("pmf", fit, truth, coherence=True,
+                                 mask=np.eye(*truth["Y"].shape, dtype=bool))
+    assert {"heldout_mae_chain1", "heldout_deviance_chain0", "npmi_chain1", "umass_chain0",
+            "topic_l1_chain1"} <= set(held)
+
+
+def test_evaluate_cli_writes_each_chains_metrics_and_refuses_an_uneven_split(tmp_path, capsys):
+    fit, truth = _two_modes("pmf", np.random.default_rng(6))
+    save_npz(tmp_path / "truth.npz", **truth)
+    save_npz(tmp_path / "fit.npz", **fit, seed=np.int64(1), iterations=np.int64(10),
+             config=json.dumps({}))
+    args = ["evaluate", str(tmp_path / "fit.npz"), str(tmp_path / "m.json"), "--truth",
+            str(tmp_path / "truth.npz"), "--model", "pmf"]
+    assert main(args) == 0
+    row = json.loads((tmp_path / "m.json").read_text())
+    assert row["kl_chain0"] < row["kl"] < row["kl_chain1"]
+    save_npz(tmp_path / "fit.npz", **{**fit, "extra_n_chains": np.int64(3)}, seed=np.int64(1),
+             iterations=np.int64(10), config=json.dumps({}))
+    assert main(args) == 2
+    assert "10 saved samples do not split into the 3 chains" in capsys.readouterr().err

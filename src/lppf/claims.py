@@ -22,12 +22,14 @@ The summary line counts a PASS on unconverged fits apart.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import pandas as pd
 
+from lppf.metrics import CHAIN_METRICS, chain_key
 from lppf.validation import PRIVATE_METHODS
 
 PASS, FAIL, NOT_RUN = "PASS", "FAIL", "NOT RUN"
@@ -41,7 +43,8 @@ NOISE = {"alpha": 1, "beta_mean": 1, "eps_n": -1, "eps_mean": -1}
 S001 = "001 (Schein et al. 2019)"
 S004 = "004 (private Poisson factorization on Enron)"
 COLUMNS = ["claim", "source", "experiment", "compared", "numbers", "criterion", "verdict",
-           "converged"]
+           "converged", "chains"]
+_CHAIN = re.compile(r"_chain(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -470,26 +473,75 @@ def basis(fits: pd.DataFrame, key: str, exp: str) -> pd.DataFrame:
     return fits_of(fits, exp)
 
 
+def chain_tables(fits: pd.DataFrame) -> list[pd.DataFrame]:
+    """One table per chain c of the MCMC fits: ``fits`` with each metric of
+    :data:`lppf.metrics.CHAIN_METRICS` taken from chain c alone (column ``kl_chain{c}``...)
+    where a fit has it; empty when no fit has such columns."""
+    chains = [int(m.group(1)) for m in map(_CHAIN.search, fits.columns) if m]
+    tables = []
+    for c in range(max(chains) + 1 if chains else 0):
+        table = fits.copy()
+        for metric in CHAIN_METRICS:
+            column = chain_key(metric, c)
+            if column in fits and metric in fits:
+                table[metric] = fits[column].where(fits[column].notna(), fits[metric])
+        tables.append(table)
+    return tables
+
+
+def verdicts(rows: Iterable[dict]) -> dict[tuple[str, str], str]:
+    """The verdict of each row by (claim, compared)."""
+    return {(r["claim"], r["compared"]): r["verdict"] for r in rows}
+
+
+def by_chain(r: dict, per_chain: list[dict[tuple[str, str], str]]) -> str:
+    """"k of n": the claim of row ``r`` PASSes in k of the n chain tables
+    (:func:`chain_tables`, verdicts by :func:`verdicts`; a row a chain's table lacks, as
+    when its direction was read off other means, counts as not PASS); "" for a row NOT RUN
+    or without chain tables."""
+    if r["verdict"] == NOT_RUN or not per_chain:
+        return ""
+    passed = sum(v.get((r["claim"], r["compared"])) == PASS for v in per_chain)
+    return f"{passed} of {len(per_chain)}"
+
+
+def _in_every_chain(text: str) -> bool:
+    """Whether a :func:`by_chain` text says "n of n"."""
+    passed, _, chains = text.partition(" of ")
+    return bool(chains) and passed == chains
+
+
+def _rows(fits: pd.DataFrame) -> Iterable[tuple[str, dict]]:
+    for key, check in CLAIMS.items():
+        for r in check(fits):
+            yield key, r
+
+
 def scorecard(fits: pd.DataFrame) -> pd.DataFrame:
     """One row per claim (see :data:`CLAIMS`), columns :data:`COLUMNS`."""
     fits = fits.reset_index(drop=True)
+    per_chain = [verdicts(r for _, r in _rows(table)) for table in chain_tables(fits)]
     rows = []
-    for key, check in CLAIMS.items():
-        for r in check(fits):
-            rests_on = r.pop("basis", None)
-            rests_on = (basis(fits, key, r["experiment"]) if rests_on is None
-                        else fits.loc[rests_on])
-            rows.append({**r, "converged": converged(rests_on)})
+    for key, r in _rows(fits):
+        rests_on = r.pop("basis", None)
+        rests_on = (basis(fits, key, r["experiment"]) if rests_on is None
+                    else fits.loc[rests_on])
+        rows.append({**r, "converged": converged(rests_on), "chains": by_chain(r, per_chain)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def summary(card: pd.DataFrame) -> str:
-    """One line: how many claims PASS (on converged fits, and on unconverged ones apart),
-    FAIL and were NOT RUN."""
+    """One line: how many claims PASS (on converged fits, and on unconverged ones apart, with
+    how many of those PASS in every chain alone where the table has chains), FAIL and were
+    NOT RUN."""
     unconverged = (card["verdict"] == PASS) & card["converged"].str.startswith("no")
     counts = card.loc[~unconverged, "verdict"].value_counts()
-    parts = [f"{counts.get(PASS, 0)} {PASS}", f"{int(unconverged.sum())} PASS on unconverged "
-             "fits", *(f"{counts.get(v, 0)} {v}" for v in (FAIL, NOT_RUN))]
+    chains = card.loc[unconverged, "chains"].fillna("")
+    apart = f"{int(unconverged.sum())} PASS on unconverged fits"
+    if (chains != "").any():
+        apart += f" ({int(chains.map(_in_every_chain).sum())} of them in every chain)"
+    parts = [f"{counts.get(PASS, 0)} {PASS}", apart,
+             *(f"{counts.get(v, 0)} {v}" for v in (FAIL, NOT_RUN))]
     return "claims: " + ", ".join(parts)
 
 

@@ -23,7 +23,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lppf.claims import COLUMNS, Z, converged, fits_of, paired_below, row
+from lppf.claims import (
+    COLUMNS,
+    Z,
+    by_chain,
+    chain_tables,
+    converged,
+    fits_of,
+    paired_below,
+    row,
+    verdicts,
+)
 from lppf.claims import summary as claims_summary
 
 SOURCE = "this project (M1)"
@@ -140,9 +150,7 @@ def gain_vs_geometric(df, exp, metric=METRIC) -> list[dict]:
     return out
 
 
-def scorecard(fits: pd.DataFrame) -> pd.DataFrame:
-    """The findings' rows for every mechanism experiment in ``fits`` (columns
-    :data:`lppf.claims.COLUMNS`); an empty frame when there is none."""
+def _rows(fits: pd.DataFrame) -> list[dict]:
     rows = []
     for exp in experiments(fits):
         df = fits_of(fits, exp)
@@ -152,6 +160,15 @@ def scorecard(fits: pd.DataFrame) -> pd.DataFrame:
             rows += private_below_naive(df, exp, match) + mechanism_order(df, exp, match)
         if not df.empty and METRIC in df and _levels(df, "variance"):
             rows += gain_vs_geometric(df, exp)
+    return rows
+
+
+def scorecard(fits: pd.DataFrame) -> pd.DataFrame:
+    """The findings' rows for every mechanism experiment in ``fits`` (columns
+    :data:`lppf.claims.COLUMNS`, ``chains`` as :func:`lppf.claims.by_chain`); an empty frame
+    when there is none."""
+    per_chain = [verdicts(_rows(table)) for table in chain_tables(fits)]
+    rows = [{**r, "chains": by_chain(r, per_chain)} for r in _rows(fits)]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -127,6 +127,14 @@ def _factors(data: dict, path: PathLike, model: str, shape: tuple[int, int]) -> 
     return out
 
 
+def _chains_split(fit: dict, path: PathLike, n_chains: int) -> None:
+    """The saved samples split into ``n_chains`` equal runs, one per chain."""
+    S = next((len(v) for k, v in fit.items() if k.endswith("_samples")), None)
+    if S is not None and S % n_chains:
+        raise InputError(f"{path}: {S} saved samples do not split into the {n_chains} chains "
+                         "of key 'extra_n_chains'")
+
+
 def _diagnostics(data: dict, path: PathLike) -> dict:
     """The ``diag_*`` arrays: R-hat and ESS scalars (NaN where a fit could not compute them:
     too few draws, or a trace that never moved), ``rhat_mu`` (m,) of the cells (m, 2)."""
@@ -176,6 +184,7 @@ def read_fit(path: PathLike, model: str, shape: tuple[int, int],
         out[chains] = _integer(data, chains, path, COUNT_LIMIT)
         if out[chains] < 1:
             raise InputError(f"{path}: key {chains!r} must be >= 1, got 0")
+        _chains_split(out, path, out[chains])
     extended = part_key("extra", "extended")
     if extended in data:
         out[extended] = _integer(data, extended, path, COUNT_LIMIT)

@@ -29,7 +29,7 @@ import numpy as np
 from scipy import special
 
 from lppf import conditional
-from lppf.results import part, part_key, samples_key
+from lppf.results import FACTORS, part, part_key, samples_key
 
 EPS = 1e-12
 TOP_WORDS = 10
@@ -330,6 +330,65 @@ def evaluate_fit(model: str, fit, truth, mask: np.ndarray | None = None,
     objective = part_key("extra", "objective")
     if objective in fit:  # CAVI: best minus worst final objective of restarts
         out["objective_spread"] = float(np.ptp(fit[objective]))
+    return out
+
+
+# the metrics each chain of an MCMC fit also gets (chain_metrics): those the claims read
+CHAIN_METRICS = ("mae_y", "mae_mu", "kl", "topic_l1", "heldout_mae", "heldout_deviance",
+                 "npmi", "umass", "coverage90")
+
+
+def chain_key(metric: str, chain: int) -> str:
+    """The tidy table's column of ``metric`` from chain ``chain`` alone, e.g. ``kl_chain2``."""
+    return f"{metric}_chain{chain}"
+
+
+def mean_rate(model: str, samples: dict[str, np.ndarray]) -> np.ndarray:
+    """The mean over samples of mu: Theta_s Phi_s (pmf, samples ``theta`` (S, D, K) and
+    ``phi`` (S, K, V)) or Theta_s Pi_s Theta_s^T (community, ``theta`` (S, V, C) and ``pi``
+    (S, C, C)); (D, V) or (V, V), every cell."""
+    theta = np.asarray(samples["theta"], dtype=float)
+    if model == "pmf":
+        from lppf.mcmc.pmf import mean_product  # its compiled kernels load on first use
+
+        return mean_product(theta, np.asarray(samples["phi"], dtype=float))
+    return np.einsum("svc,scd,swd->vw", theta, samples["pi"], theta, optimize=True) / len(theta)
+
+
+def chain_view(model: str, fit, chain: int, n_chains: int) -> dict[str, np.ndarray]:
+    """The arrays of an MCMC ``fit`` that chain ``chain`` of ``n_chains`` alone gives: its
+    run of the saved samples (the pooled samples stack the chains in order, S each), their
+    log joints, ``mu_hat`` their :func:`mean_rate`, and the point estimates of factors held
+    fixed (no samples)."""
+    names = FACTORS[model]
+    samples = _factor_samples(fit, names)
+    S = len(samples["theta"]) // n_chains
+    run = slice(chain * S, (chain + 1) * S)
+    view = {k: fit[k] for k in names if k in fit}
+    view.update({samples_key(k): np.asarray(fit[samples_key(k)])[run] for k in names
+                 if samples_key(k) in fit})
+    if "log_joint" in fit:
+        view["log_joint"] = np.asarray(fit["log_joint"])[run]
+    view["mu_hat"] = mean_rate(model, {k: v[run] for k, v in samples.items()})
+    return view
+
+
+def chain_metrics(model: str, fit, truth, mask: np.ndarray | None = None, private=None,
+                  coherence: bool = False, coverage_cells: int = 500,
+                  seed: int = 0) -> dict[str, float]:
+    """Each metric of :data:`CHAIN_METRICS` that :func:`evaluate_fit` gives, from each chain
+    of an MCMC fit alone (:func:`chain_view`), under :func:`chain_key`; empty for a fit of one
+    chain or without saved factor samples (CAVI). Chains that reach different modes give
+    different values; a claim that holds with every chain's values holds whichever mode a
+    chain found."""
+    n_chains = int(part(fit, "extra").get("n_chains", 1))
+    if n_chains < 2 or _factor_samples(fit, FACTORS[model]) is None:
+        return {}
+    out = {}
+    for c in range(n_chains):
+        values = evaluate_fit(model, chain_view(model, fit, c, n_chains), truth, mask, private,
+                              coherence, coverage_cells, seed)
+        out.update({chain_key(m, c): values[m] for m in CHAIN_METRICS if m in values})
     return out
 
 

@@ -6,7 +6,9 @@ Metrics (see :mod:`lppf.metrics`): ``mae_y`` (mu_hat vs the true counts), ``mae_
 ``topic_l1`` (pmf truths with ``phi``: topic recovery of the max-joint sample),
 ``npmi`` and ``umass`` (``--coherence``; every saved Phi sample, true counts as reference
 corpus), ``coverage90`` (``--privatized``: share of random observed cells whose true count lies
-in the 90% posterior interval). Community models are evaluated off the diagonal.
+in the 90% posterior interval). Community models are evaluated off the diagonal. An MCMC fit
+of several chains also gets each of these from each chain alone, e.g. ``kl_chain0``
+(:func:`lppf.metrics.chain_metrics`).
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ def evaluate(args) -> dict:
     mask = read_mask(args.mask, Y.shape, cells) if args.mask else None
     _check_topics(args, fit, truth)
     private = read_privatized(args.privatized, Y.shape) if args.privatized else None
-    out = metrics.evaluate_fit(args.model, fit, truth, mask, private, args.coherence,
-                               args.coverage_cells, args.seed)
+    settings = (truth, mask, private, args.coherence, args.coverage_cells, args.seed)
+    out = metrics.evaluate_fit(args.model, fit, *settings)
+    out.update(metrics.chain_metrics(args.model, fit, *settings))
     config = fit["config"]
     out.update(seed=fit["seed"], iterations=fit["iterations"],
                fit_seconds=fit.get(SECONDS),
