@@ -127,6 +127,6 @@ def test_chains_column_counts_a_row_whose_direction_flips_in_a_chain_as_not_pass
     fits.loc[skellam, "kl_chain1"] = fits.loc[skellam, "kl"] - 1.5
     card = findings.scorecard(fits).set_index(["claim", "compared"])["chains"]
     order = "M1: at matched (epsilon, delta), geometric gives lower kl than skellam"
-    assert set(card.loc[order]) == {"1 of 2"}
+    assert set(card.loc[order]) == {"PASS in 1 of 2"}
     below = "M1: private-collapsed kl below naive under skellam (matched (epsilon, delta))"
-    assert set(card.loc[below]) == {"2 of 2"}
+    assert set(card.loc[below]) == {"PASS in 2 of 2"}

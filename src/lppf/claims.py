@@ -495,19 +495,19 @@ def verdicts(rows: Iterable[dict]) -> dict[tuple[str, str], str]:
 
 
 def by_chain(r: dict, per_chain: list[dict[tuple[str, str], str]]) -> str:
-    """"k of n": the claim of row ``r`` PASSes in k of the n chain tables
+    """"PASS in k of n": the claim of row ``r`` PASSes in k of the n chain tables
     (:func:`chain_tables`, verdicts by :func:`verdicts`; a row a chain's table lacks, as
     when its direction was read off other means, counts as not PASS); "" for a row NOT RUN
     or without chain tables."""
     if r["verdict"] == NOT_RUN or not per_chain:
         return ""
     passed = sum(v.get((r["claim"], r["compared"])) == PASS for v in per_chain)
-    return f"{passed} of {len(per_chain)}"
+    return f"{PASS} in {passed} of {len(per_chain)}"
 
 
 def _in_every_chain(text: str) -> bool:
-    """Whether a :func:`by_chain` text says "n of n"."""
-    passed, _, chains = text.partition(" of ")
+    """Whether a :func:`by_chain` text says "PASS in n of n"."""
+    passed, _, chains = text.removeprefix(f"{PASS} in ").partition(" of ")
     return bool(chains) and passed == chains
 
 
