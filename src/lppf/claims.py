@@ -17,6 +17,11 @@ fits whose metric its verdict reads (for "private below naive" at the noisiest l
 two methods' fits at that level, and non-private's where the claim is decided only if naive
 is degraded); the coverage and CAVI claims on the free-factor MCMC fits of their experiment.
 The summary line counts a PASS on unconverged fits apart.
+
+Column ``chains`` gives the verdict with every MCMC fit's metrics read from one chain alone
+(table columns ``kl_chain0``..., :func:`lppf.metrics.chain_metrics`), once per chain: "PASS in
+k of n" (:func:`by_chain`). Where chains disagree, it says whether the disagreement changes
+the claim; it does not make the fits converged.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Evaluation of fits against the truth: errors, topic quality, alignment, coverage, time.
+"""Evaluation of fits against the truth: errors, topic quality, alignment, coverage, time,
+for a fit and for each chain of an MCMC fit alone.
 
 Conventions
 -----------
